@@ -1,0 +1,11 @@
+"""Ajax: reinforcement-learning agents whose whole training run is one compiled JAX program."""
+
+from ajax import _compile_cache
+
+_compile_cache.configure()
+
+from ajax.agents.DQN import DQN  # noqa: E402
+from ajax.agents.PPO import PPO  # noqa: E402
+from ajax.agents.SAC import SAC  # noqa: E402
+
+__all__ = ["DQN", "PPO", "SAC"]

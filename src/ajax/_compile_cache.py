@@ -1,0 +1,73 @@
+"""The persistent JAX compile cache that `import ajax` switches on.
+
+A second process that compiles the same program loads it from disk instead. Entries are
+kept per CPU model, architecture, Python, JAX and jaxlib version, so machines sharing a
+home directory, or environments with other versions, never load each other's programs.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+
+DEFAULT_ROOT = Path.home() / ".cache" / "ajax" / "jax_compile_cache"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown-cpu"
+
+
+def cache_subdirectory() -> str:
+    """The name of this machine's and these versions' own cache directory."""
+    import jax
+    import jaxlib
+
+    cpu = re.sub(r"[^A-Za-z0-9]+", "-", _cpu_model()).strip("-")[:48]
+    python = "py{}.{}".format(*sys.version_info[:2])
+    return f"{platform.machine()}-{cpu}-{python}-jax{jax.__version__}-jaxlib{jaxlib.__version__}"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("AJAX_JAX_COMPILE_CACHE_DIR", DEFAULT_ROOT)).expanduser()
+
+
+def configure() -> Path | None:
+    """Point JAX at the cache; `AJAX_NO_COMPILE_CACHE=1` leaves it off. Returns the directory used."""
+    if os.environ.get("AJAX_NO_COMPILE_CACHE", "") not in ("", "0"):
+        return None
+    import jax
+
+    directory = cache_root() / cache_subdirectory()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # a read-only home must not stop the import
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    # Small programs are worth caching too: tests and short runs compile many of them.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return directory
+
+
+def prune(root: str | os.PathLike, max_bytes: int) -> list[Path]:
+    """Delete the least recently used cache files under `root` until the rest fit in `max_bytes`."""
+    files = [p for p in Path(root).rglob("*") if p.is_file()]
+    files.sort(key=lambda p: p.stat().st_atime)
+    total = sum(p.stat().st_size for p in files)
+    removed = []
+    for path in files:
+        if total <= max_bytes:
+            break
+        total -= path.stat().st_size
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed

@@ -1,0 +1,85 @@
+"""DQN: deep Q-network (Mnih et al. 2015, Nature 518, 529-533)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ajax.agents.base import ActorCritic, run_config
+from ajax.agents.DQN.state import DQNConfig
+from ajax.agents.DQN.train_DQN import make_train
+from ajax.buffers import ReplayBuffer
+from ajax.extensions import LOOP_PHASES, Extension
+
+
+class DQN(ActorCritic):
+    """Q-learning with replay and a periodically copied target network, for discrete actions.
+
+    Defaults: learning rate 1e-3, two 64-unit relu layers, a 1e5 buffer, batches of 64,
+    learning from step 1,000 (uniform actions before), the target copied every 500 env
+    steps, epsilon from 1.0 to 0.05 linearly over the first half of the run, the Huber
+    loss (the paper's error clipping) and gradients clipped at norm 10.
+    """
+
+    name: ClassVar[str] = "DQN"
+    continuous: ClassVar[bool | None] = False
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss"}
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 1,
+        learning_rate: float = 1e-3,
+        architecture: Sequence[str] = ("64", "relu", "64", "relu"),
+        gamma: float = 0.99,
+        buffer_size: int = 100_000,
+        batch_size: int = 64,
+        learning_starts: int = 1_000,
+        target_update_interval: int = 500,
+        exploration_fraction: float = 0.5,
+        exploration_initial_eps: float = 1.0,
+        exploration_final_eps: float = 0.05,
+        max_grad_norm: float | None = 10.0,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        self.config = run_config(locals(), self.name)
+        super().__init__(
+            env_id,
+            n_envs=n_envs,
+            actor_learning_rate=learning_rate,
+            critic_learning_rate=learning_rate,
+            actor_architecture=architecture,
+            critic_architecture=architecture,
+            max_grad_norm=max_grad_norm,
+            episode_length=episode_length,
+            action_repeat=action_repeat,
+            env_params=env_params,
+            extensions=extensions,
+            memory=memory,
+        )
+        if learning_starts < 0 or target_update_interval < 1:
+            raise ValueError("learning_starts must be >= 0 and target_update_interval >= 1.")
+        if not 0.0 < exploration_fraction <= 1.0:
+            raise ValueError(f"exploration_fraction must lie in (0, 1], got {exploration_fraction}.")
+        for label, eps in (
+            ("exploration_initial_eps", exploration_initial_eps),
+            ("exploration_final_eps", exploration_final_eps),
+        ):
+            if not 0.0 <= eps <= 1.0:
+                raise ValueError(f"{label} must lie in [0, 1], got {eps}.")
+        ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
+        self.agent_config = DQNConfig(
+            gamma=gamma,
+            batch_size=batch_size,
+            buffer_size=int(buffer_size),
+            learning_starts=int(learning_starts),
+            target_update_interval=int(target_update_interval),
+            exploration_fraction=exploration_fraction,
+            exploration_initial_eps=exploration_initial_eps,
+            exploration_final_eps=exploration_final_eps,
+        )

@@ -1,0 +1,3 @@
+from ajax.agents.DQN.DQN import DQN
+
+__all__ = ["DQN"]

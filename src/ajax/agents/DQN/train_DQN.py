@@ -1,0 +1,115 @@
+"""DQN on the shared off-policy loop: epsilon-greedy collection, replay, a hard-copied target."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from ajax.agents.DQN.core import q_learning_target, td_loss
+from ajax.agents.DQN.state import DQNConfig
+from ajax.agents.loop import RunSettings, TrainLoop, critic_step, when
+from ajax.buffers import ReplayBuffer
+from ajax.environments.interaction import Transition, epsilon_greedy, explore_pipeline, init_collector
+from ajax.evaluate import EvalPolicy
+from ajax.extensions import ExtensionStack
+from ajax.networks.actor_critic import DiscreteQNetwork
+from ajax.networks.optim import new_train_state
+from ajax.schedule import at, linear
+from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+
+
+@struct.dataclass
+class ValueAuxiliaries:
+    critic_loss: jax.Array
+    q_mean: jax.Array
+    critic_grad_norm: jax.Array
+    epsilon: jax.Array
+
+
+@struct.dataclass
+class AuxiliaryLogs:
+    value: ValueAuxiliaries
+    extensions: dict
+
+
+def make_train(
+    *,
+    env_args: EnvironmentConfig,
+    network_args: NetworkConfig,
+    actor_optimizer_args: OptimizerConfig,
+    critic_optimizer_args: OptimizerConfig,
+    agent_config: DQNConfig,
+    extensions: ExtensionStack,
+    run: RunSettings,
+):
+    del actor_optimizer_args  # DQN has no actor: its policy is greedy in its Q-network
+    config = agent_config
+    q_network = DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim)
+    buffer = ReplayBuffer(config.buffer_size, config.batch_size)
+    # Epsilon falls linearly over the first `exploration_fraction` of the run's horizon.
+    epsilon = linear(
+        config.exploration_initial_eps,
+        config.exploration_final_eps,
+        int(config.exploration_fraction * run.total_timesteps),
+    )
+    # The target is copied every `target_update_interval` env steps, counted in updates.
+    refresh_every = max(config.target_update_interval // env_args.n_envs, 1)
+
+    def init(key: jax.Array) -> BaseAgentState:
+        rng, q_key, env_key, eval_key = jax.random.split(key, 4)
+        return BaseAgentState(
+            rng=rng,
+            actor_state=None,
+            critic_state=new_train_state(
+                q_network, q_key, critic_optimizer_args, jnp.zeros((1, env_args.observation_dim)), with_target=True
+            ),
+            collector_state=init_collector(env_key, env_args, buffer.init(env_args)),
+            eval_rng=eval_key,
+            n_updates=jnp.zeros((), jnp.int32),
+            n_logs=jnp.zeros((), jnp.int32),
+        )
+
+    def q_values(state: BaseAgentState, obs: jax.Array) -> jax.Array:
+        return q_network.apply(state.critic_state.params, obs)
+
+    def update(state: BaseAgentState, transition: Transition):
+        del transition  # DQN learns from replay; the loop has already stored the step
+        state, (sample_key,) = state.next_keys(1)
+        batch = buffer.sample(state.collector_state.buffer_state, sample_key)
+        next_q = q_network.apply(state.critic_state.target_params, batch.next_obs)
+        target = q_learning_target(batch.reward, batch.terminated, next_q, config.gamma)
+
+        def loss(params, target):
+            q = q_network.apply(params, batch.obs)
+            return td_loss(q, batch.action, target), jnp.mean(q)
+
+        critic_state, critic_loss, q_mean, norm, metrics = critic_step(
+            state.critic_state, loss, target, batch, state, extensions
+        )
+
+        def refresh(critic_state):
+            return critic_state.replace(target_params=critic_state.params), ()
+
+        critic_state, _ = when(state.n_updates % refresh_every == 0, refresh, critic_state)
+        aux = AuxiliaryLogs(
+            ValueAuxiliaries(critic_loss, q_mean, norm, at(epsilon, state.collector_state.timestep)),
+            metrics,
+        )
+        return state.replace(critic_state=critic_state), aux
+
+    def greedy(state: BaseAgentState, obs: jax.Array):
+        return jnp.argmax(q_values(state, obs), axis=-1), jnp.zeros(obs.shape[0])
+
+    def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
+        q = q_values(state, obs)
+        return jnp.take_along_axis(q, action[:, None], axis=-1).squeeze(-1)
+
+    pipeline = explore_pipeline(
+        epsilon_greedy(epsilon),
+        q_values,
+        env_args,
+        warmup=lambda state: state.collector_state.timestep < config.learning_starts,
+    )
+    loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, value, config.gamma))
+    return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add)

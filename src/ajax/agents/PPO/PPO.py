@@ -1,0 +1,91 @@
+"""PPO: proximal policy optimisation (Schulman et al. 2017, arXiv:1707.06347)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ajax.agents.base import ActorCritic, run_config
+from ajax.agents.PPO.state import PPOConfig
+from ajax.agents.PPO.train_PPO import make_train
+from ajax.extensions import LOOP_PHASES, Extension
+from ajax.schedule import Schedule, check_schedule
+
+
+class PPO(ActorCritic):
+    """Clipped-surrogate PPO with GAE, for discrete and continuous actions.
+
+    Defaults follow the widely used reference settings: 4 envs, 2048-step rollouts,
+    minibatches of 64, 10 epochs each on a fresh shuffle, clip 0.2, GAE lambda 0.95,
+    gamma 0.99, two 128-unit tanh layers, gradient norm clipped at 0.5, advantages
+    normalised per minibatch. Actor and critic are separate networks with separate Adam
+    optimisers at the same learning rate.
+    """
+
+    name: ClassVar[str] = "PPO"
+    continuous: ClassVar[bool | None] = None
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 4,
+        actor_learning_rate: float = 3e-4,
+        critic_learning_rate: float = 3e-4,
+        actor_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
+        critic_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        n_steps: int = 2048,
+        batch_size: int = 64,
+        n_epochs: int = 10,
+        clip_range: Schedule = 0.2,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        normalize_advantage: bool = True,
+        max_grad_norm: float | None = 0.5,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        self.config = run_config(locals(), self.name)
+        super().__init__(
+            env_id,
+            n_envs=n_envs,
+            actor_learning_rate=actor_learning_rate,
+            critic_learning_rate=critic_learning_rate,
+            actor_architecture=actor_architecture,
+            critic_architecture=critic_architecture,
+            max_grad_norm=max_grad_norm,
+            episode_length=episode_length,
+            action_repeat=action_repeat,
+            env_params=env_params,
+            extensions=extensions,
+            memory=memory,
+        )
+        if n_steps < 1 or n_epochs < 1 or batch_size < 1:
+            raise ValueError("n_steps, n_epochs and batch_size must be positive integers.")
+        rollout = n_steps * n_envs
+        if rollout % batch_size:
+            divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and 16 <= d <= 4096]
+            raise ValueError(
+                f"batch_size={batch_size} does not divide the rollout of n_steps * n_envs = {n_steps} * {n_envs} "
+                f"= {rollout} transitions. Pick a divisor, e.g. one of {divisors[:8]}."
+            )
+        check_schedule("clip_range", clip_range)
+        if not 0.0 <= gamma <= 1.0 or not 0.0 <= gae_lambda <= 1.0:
+            raise ValueError("gamma and gae_lambda must lie in [0, 1].")
+        self.agent_config = PPOConfig(
+            n_steps=n_steps,
+            batch_size=batch_size,
+            n_epochs=n_epochs,
+            clip_range=clip_range,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            normalize_advantage=normalize_advantage,
+        )

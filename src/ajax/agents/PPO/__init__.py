@@ -1,0 +1,3 @@
+from ajax.agents.PPO.PPO import PPO
+
+__all__ = ["PPO"]

@@ -1,0 +1,87 @@
+"""SAC: soft actor-critic (Haarnoja et al. 2018, arXiv:1801.01290)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ajax.agents.base import ActorCritic, run_config
+from ajax.agents.SAC.state import SACConfig
+from ajax.agents.SAC.train_SAC import make_train
+from ajax.buffers import ReplayBuffer
+from ajax.extensions import LOOP_PHASES, Extension
+
+
+class SAC(ActorCritic):
+    """Soft actor-critic with a squashed Gaussian actor, two critics and a learned temperature.
+
+    Defaults follow the paper and its later version (arXiv:1812.05905): learning rates
+    3e-4, two 256-unit relu layers, gamma 0.99, a 1e6 buffer, batches of 256, learning
+    from step 10,000 (uniform actions before), tau 0.005, initial temperature 1.0 learned
+    towards an entropy of -1 per action dimension, and the minimum of the two critics in
+    the target.
+    """
+
+    name: ClassVar[str] = "SAC"
+    continuous: ClassVar[bool | None] = True
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 1,
+        actor_learning_rate: float = 3e-4,
+        critic_learning_rate: float = 3e-4,
+        alpha_learning_rate: float = 3e-4,
+        actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        buffer_size: int = 1_000_000,
+        batch_size: int = 256,
+        learning_starts: int = 10_000,
+        alpha_init: float = 1.0,
+        learn_alpha: bool = True,
+        target_entropy: float | None = None,
+        max_grad_norm: float | None = None,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        self.config = run_config(locals(), self.name)
+        super().__init__(
+            env_id,
+            n_envs=n_envs,
+            actor_learning_rate=actor_learning_rate,
+            critic_learning_rate=critic_learning_rate,
+            actor_architecture=actor_architecture,
+            critic_architecture=critic_architecture,
+            max_grad_norm=max_grad_norm,
+            episode_length=episode_length,
+            action_repeat=action_repeat,
+            env_params=env_params,
+            extensions=extensions,
+            memory=memory,
+        )
+        if not alpha_init > 0 or not alpha_learning_rate > 0:
+            raise ValueError("alpha_init and alpha_learning_rate must be positive.")
+        if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0:
+            raise ValueError("tau must lie in (0, 1] and gamma in [0, 1].")
+        if learning_starts < 0:
+            raise ValueError(f"learning_starts must be >= 0, got {learning_starts}.")
+        self.agent_config = SACConfig(
+            gamma=gamma,
+            tau=tau,
+            batch_size=batch_size,
+            buffer_size=int(buffer_size),
+            learning_starts=int(learning_starts),
+            target_entropy=float(-self.env_args.action_dim if target_entropy is None else target_entropy),
+            alpha_init=alpha_init,
+            learn_alpha=learn_alpha,
+            n_critics=2,
+            alpha_learning_rate=alpha_learning_rate,
+        )
+        ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch

@@ -1,0 +1,3 @@
+from ajax.agents.SAC.SAC import SAC
+
+__all__ = ["SAC"]

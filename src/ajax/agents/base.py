@@ -1,0 +1,214 @@
+"""`ActorCritic`: what every agent does at construction and in `train()`.
+
+Construction builds the environment, freezes the static settings and wraps the
+extensions, rejecting silent misconfigurations before anything compiles. `train()` binds
+the agent's `make_train` to the run's settings, jits the run of one seed, vmaps it over
+the seeds, waits, and returns `(state, evaluations)`: every leaf with a leading seed axis.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ajax.agents.loop import RunSettings
+from ajax.environments.create import check_action_space, prepare_env
+from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
+from ajax.logging.wandb_logging import LoggingConfig
+from ajax.networks.mlp import parse_architecture
+from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+
+
+def run_config(arguments: dict[str, Any], name: str, exclude: Sequence[str] = ()) -> dict[str, Any]:
+    """The constructor's arguments, less `self` and `__class__` (and `exclude`), plus `algo_name`."""
+    dropped = {"self", "__class__", *exclude}
+    config = {key: value for key, value in arguments.items() if key not in dropped}
+    config["algo_name"] = name
+    return config
+
+
+def _seeds(seed: int | Sequence[int]) -> list[int]:
+    seeds = [int(seed)] if isinstance(seed, int | np.integer) else [int(s) for s in seed]
+    if not seeds:
+        raise ValueError("seed= needs at least one seed, e.g. seed=0 or seed=[0, 1, 2].")
+    return seeds
+
+
+def shared_counters(state: BaseAgentState) -> dict[str, int]:
+    """The counters every seed of a state must share; a mismatch is refused."""
+    counters = {
+        "timestep": np.asarray(state.collector_state.timestep),
+        "n_logs": np.asarray(state.n_logs),
+        "n_updates": np.asarray(state.n_updates),
+    }
+    for name, values in counters.items():
+        if values.ndim != 1 or np.any(values != values[0]):
+            raise ValueError(
+                f"Every seed of initial_state must stand at the same {name}; got {values.tolist()}. "
+                "Resume from the state one train() call returned, for all its seeds."
+            )
+    return {name: int(values[0]) for name, values in counters.items()}
+
+
+def _unbatched_counters(state: BaseAgentState, value: Any) -> BaseAgentState:
+    return state.replace(
+        n_updates=value(state.n_updates),
+        n_logs=value(state.n_logs),
+        collector_state=state.collector_state.replace(timestep=value(state.collector_state.timestep)),
+    )
+
+
+class ActorCritic:
+    """The base of every agent: environment, configuration dataclasses, extensions, train()."""
+
+    name: ClassVar[str] = "ActorCritic"
+    continuous: ClassVar[bool | None] = None  # the action space the agent acts in; None: both
+    supports_memory: ClassVar[bool] = False
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        *,
+        n_envs: int,
+        actor_learning_rate: float,
+        critic_learning_rate: float,
+        actor_architecture: Sequence[str],
+        critic_architecture: Sequence[str],
+        max_grad_norm: float | None,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        if memory is not None and not self.supports_memory:
+            raise NotImplementedError(
+                f"{self.name} has no recurrent memory yet; drop memory= or use an agent that supports it."
+            )
+        self.env_args: EnvironmentConfig = prepare_env(
+            env_id, n_envs=n_envs, episode_length=episode_length, action_repeat=action_repeat, env_params=env_params
+        )
+        check_action_space(self.env_args, self.name, continuous=self.continuous)
+        parse_architecture(actor_architecture)
+        parse_architecture(critic_architecture)
+        self.network_args = NetworkConfig(tuple(map(str, actor_architecture)), tuple(map(str, critic_architecture)))
+        for label, rate in (
+            ("actor_learning_rate", actor_learning_rate),
+            ("critic_learning_rate", critic_learning_rate),
+        ):
+            if not rate > 0:
+                raise ValueError(f"{label} must be positive, got {rate}.")
+        self.actor_optimizer_args = OptimizerConfig(actor_learning_rate, max_grad_norm)
+        self.critic_optimizer_args = OptimizerConfig(critic_learning_rate, max_grad_norm)
+        self.extensions = ExtensionStack(tuple(extensions))
+        self.extensions.check(self.name, self.supported_extension_phases)
+        self._programs: dict[Any, Callable] = {}
+
+    # What each agent provides -------------------------------------------------------
+    make_train: ClassVar[Callable[..., Callable]]
+
+    def train_kwargs(self) -> dict[str, Any]:
+        """The agent's own static settings, handed to its make_train."""
+        return {
+            "env_args": self.env_args,
+            "network_args": self.network_args,
+            "actor_optimizer_args": self.actor_optimizer_args,
+            "critic_optimizer_args": self.critic_optimizer_args,
+            "agent_config": self.agent_config,
+        }
+
+    def get_make_train(self) -> Callable[..., Callable]:
+        return functools.partial(type(self).make_train, **self.train_kwargs(), extensions=self.extensions)
+
+    def check_budget(self, n_timesteps: int) -> None:
+        """Warn when an off-policy agent's learning_starts leaves no update in the budget."""
+        learning_starts = getattr(self.agent_config, "learning_starts", None)
+        if learning_starts is not None and learning_starts >= n_timesteps:
+            warnings.warn(
+                f"learning_starts={learning_starts} is not below n_timesteps={n_timesteps}: {self.name} will "
+                "act uniformly at random and never update. Lower learning_starts or raise n_timesteps.",
+                stacklevel=3,
+            )
+
+    # Training -------------------------------------------------------------------------
+    def train(
+        self,
+        seed: int | Sequence[int] = 0,
+        n_timesteps: int = int(1e6),
+        num_episode_test: int = 10,
+        logging_config: LoggingConfig | None = None,
+        initial_state: BaseAgentState | None = None,
+        total_timesteps: int | None = None,
+    ) -> tuple[BaseAgentState, dict[str, jax.Array] | None]:
+        """Train every seed as one compiled program; returns `(state, evaluations)`.
+
+        `n_timesteps` environment steps are run from the state's timestep (0 on a fresh
+        run); `n_timesteps=0` returns the untrained state, the skeleton a checkpoint is
+        restored into. `total_timesteps` is the run's horizon, which every schedule runs
+        to (by default this call's end). Without a `logging_config` nothing is evaluated
+        and the evaluations are None.
+        """
+        n_timesteps = int(n_timesteps)
+        if n_timesteps < 0:
+            raise ValueError(f"n_timesteps must be >= 0, got {n_timesteps} (0 returns the untrained state).")
+        if num_episode_test < 1:
+            raise ValueError(f"num_episode_test must be a positive integer, got {num_episode_test}.")
+        seeds = _seeds(seed)
+        start = 0 if initial_state is None else shared_counters(initial_state)["timestep"]
+        end = start + n_timesteps
+        horizon = int(total_timesteps) if total_timesteps is not None else end
+        if horizon < end:
+            raise ValueError(
+                f"total_timesteps ({horizon}) is the run's horizon and cannot precede this call's end ({end})."
+            )
+        if n_timesteps:
+            self.check_budget(n_timesteps)
+        if logging_config is not None:
+            if logging_config.log_frequency > n_timesteps:
+                warnings.warn(
+                    f"log_frequency={logging_config.log_frequency} exceeds n_timesteps={n_timesteps}: "
+                    "this call will not evaluate.",
+                    stacklevel=2,
+                )
+            logging_config = logging_config.with_config(self.config)
+        run = RunSettings(
+            start_timestep=start,
+            end_timestep=end,
+            total_timesteps=horizon,
+            num_episode_test=num_episode_test,
+            log_frequency=None if logging_config is None else int(logging_config.log_frequency),
+        )
+        program = self._program(run, resumed=initial_state is not None)
+        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+        if initial_state is None:
+            state, rows = program(keys)
+        else:
+            n_states = jax.tree.leaves(initial_state.rng)[0].shape[0]
+            if n_states != len(seeds):
+                keys = jnp.zeros((n_states, 2), jnp.uint32)  # a resumed run draws from its state's keys
+            state, rows = program(keys, _unbatched_counters(initial_state, lambda x: jnp.asarray(x)[0]))
+        state = jax.block_until_ready(state)
+        return state, (rows if logging_config is not None else None)
+
+    def _program(self, run: RunSettings, resumed: bool) -> Callable:
+        """The jitted, seed-vmapped run, built once per distinct call shape."""
+        cache_key = (run, resumed)
+        if cache_key not in self._programs:
+            one_seed = self.get_make_train()(run=run)
+            if resumed:
+
+                def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+                    axes = _unbatched_counters(jax.tree.map(lambda _: 0, state), lambda _: None)
+                    return jax.vmap(one_seed, in_axes=(0, axes))(keys, state)
+
+                self._programs[cache_key] = jax.jit(resume, donate_argnums=(1,))
+            else:
+                self._programs[cache_key] = jax.jit(jax.vmap(lambda key: one_seed(key, None)))
+        return self._programs[cache_key]

@@ -1,0 +1,259 @@
+"""`TrainLoop`: what every agent's run does besides its own update.
+
+An agent supplies `init(key) -> state` and an update; the loop owns everything else, in
+this order on every iteration:
+
+    fresh run:  state = init(key), then the extensions' init_state and pretrain
+    resumed:    state = the state passed in
+    iterate:    collect one step per env (off-policy) or a rollout (on-policy)
+                if timestep >= learning_starts (on-policy: always):
+                    state, aux = update(state, experience); n_updates += 1
+                    fold the extensions' post_update
+                else:
+                    aux = the update's metrics, filled with NaN
+                evaluate and log every log_frequency steps
+
+Budgets: off-policy runs `budget // n_envs` ticks; on-policy runs the rollouts that start
+at or before the call's end, `budget // (n_envs * n_steps) + 1` on a fresh run, so a run
+always makes one rollout more than the budget holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ajax.environments.interaction import ActionPipeline, Transition, collect_experience
+from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
+from ajax.extensions import ExtensionStack
+from ajax.log import TRAIN_RETURN, empty_rows, evaluate_and_log, evaluation_keys, n_rows, train_return
+from ajax.perf_utils import LoopCarry, build_resumable_train
+from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState
+
+Update = Callable[..., tuple[BaseAgentState, Any]]
+OneSeedTrain = Callable[[jax.Array, BaseAgentState | None], tuple[BaseAgentState, Any]]
+
+
+def when(pred: jax.Array, fn: Callable[..., tuple[Any, Any]], state: Any, *args: Any, fill: float = jnp.nan):
+    """`fn(state, *args)` where `pred` holds; elsewhere the state unchanged and metrics `fill`.
+
+    With an unbatched `pred` this stays a real branch under the seed vmap.
+    """
+    _, aux_shape = jax.eval_shape(fn, state, *args)
+
+    def skip(state: Any, *args: Any) -> tuple[Any, Any]:
+        return state, jax.tree.map(
+            lambda s: jnp.full(s.shape, fill if jnp.issubdtype(s.dtype, jnp.floating) else 0, s.dtype),
+            aux_shape,
+        )
+
+    return jax.lax.cond(pred, fn, skip, state, *args)
+
+
+def gradient_step(
+    train_state: LoopTrainState, loss_fn: Callable[[Any], tuple[jax.Array, Any]]
+) -> tuple[LoopTrainState, jax.Array, Any, jax.Array]:
+    """One optimiser step on `loss_fn(params) -> (loss, aux)`.
+
+    Returns the new state, the loss, its aux and the gradients' global norm before the
+    optimiser clips them.
+    """
+    (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(train_state.params)
+    return train_state.apply_gradients(grads=grads), loss, aux, optax.global_norm(grads)
+
+
+def critic_step(
+    critic_state: LoopTrainState,
+    td_loss: Callable[[Any, jax.Array], tuple[jax.Array, Any]],
+    target: jax.Array,
+    batch: Any,
+    agent_state: BaseAgentState,
+    extensions: ExtensionStack,
+) -> tuple[LoopTrainState, jax.Array, Any, jax.Array, dict[str, jax.Array]]:
+    """A replay critic step that folds the extensions' on_target and critic_loss phases.
+
+    `td_loss(params, target) -> (loss, aux)`. Returns the new state, the loss, the aux, the
+    gradient norm and the extensions' metrics.
+    """
+    target, target_metrics = extensions.fold_on_target(agent_state, batch, jax.lax.stop_gradient(target))
+
+    def loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
+        base, aux = td_loss(params, target)
+        extra, metrics = extensions.fold_critic_loss(agent_state, batch, params)
+        return base + extra, (aux, {**target_metrics, **metrics})
+
+    critic_state, total, (aux, metrics), norm = gradient_step(critic_state, loss)
+    return critic_state, total, aux, norm, metrics
+
+
+def actor_step(
+    actor_state: LoopTrainState,
+    policy_loss: Callable[[Any], tuple[jax.Array, Any]],
+    batch: Any,
+    agent_state: BaseAgentState,
+    extensions: ExtensionStack,
+) -> tuple[LoopTrainState, jax.Array, Any, jax.Array, dict[str, jax.Array]]:
+    """An actor step that folds the extensions' actor_loss phase."""
+
+    def loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
+        base, aux = policy_loss(params)
+        extra, metrics = extensions.fold_actor_loss(agent_state, batch, params)
+        return base + extra, (aux, metrics)
+
+    actor_state, total, (aux, metrics), norm = gradient_step(actor_state, loss)
+    return actor_state, total, aux, norm, metrics
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What one `train` call covers: its timesteps, the run's horizon, its evaluations."""
+
+    start_timestep: int
+    end_timestep: int
+    total_timesteps: int
+    num_episode_test: int = 10
+    log_frequency: int | None = None
+
+
+@dataclass(frozen=True)
+class TrainLoop:
+    env_args: EnvironmentConfig
+    run: RunSettings
+    extensions: ExtensionStack
+    evaluation: EvalPolicy | None = None
+
+    @classmethod
+    def create(
+        cls,
+        env_args: EnvironmentConfig,
+        run: RunSettings,
+        extensions: ExtensionStack = ExtensionStack(),
+        evaluation: EvalPolicy | None = None,
+    ) -> TrainLoop:
+        return cls(env_args, run, extensions.with_horizon(run.total_timesteps), evaluation)
+
+    @property
+    def total_timesteps(self) -> int:
+        """The run's horizon: every schedule runs to it."""
+        return self.run.total_timesteps
+
+    def fresh_state(self, init: Callable[[jax.Array], BaseAgentState]) -> Callable[[jax.Array], BaseAgentState]:
+        return lambda key: self.extensions.fold_init(init(key))
+
+    def off_policy(
+        self,
+        init: Callable[[jax.Array], BaseAgentState],
+        update: Update,
+        learning_starts: int,
+        pipeline: ActionPipeline,
+        store: Callable[[BaseAgentState, Transition], BaseAgentState] | None = None,
+    ) -> OneSeedTrain:
+        """One step per env per iteration; from `learning_starts` on, `update(state, transition)`."""
+        env_args = self.env_args
+
+        def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+            state, transition = collect_experience(state, pipeline, env_args)
+            if store is not None:
+                state = store(state, transition)
+            learning = state.collector_state.timestep >= learning_starts
+            return when(learning, self._updated(update), state, transition)
+
+        start, end, n = self.run.start_timestep, self.run.end_timestep, env_args.n_envs
+        return self.train(init, step, end // n - start // n)
+
+    def on_policy(
+        self,
+        init: Callable[[jax.Array], BaseAgentState],
+        update: Update,
+        n_steps: int,
+        pipeline: ActionPipeline,
+    ) -> OneSeedTrain:
+        """An `n_steps` rollout per env per iteration, then `update(state, rollout, start)`.
+
+        `start` is the collector state the rollout began from, for an agent that replays
+        its rollout from the memory carries it started with.
+        """
+        env_args = self.env_args
+
+        def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+            start = state.collector_state
+            state, rollout = jax.lax.scan(
+                lambda state, _: collect_experience(state, pipeline, env_args), state, None, length=n_steps
+            )
+            return self._updated(update)(state, rollout, start)
+
+        per_rollout = n_steps * env_args.n_envs
+        start, end = self.run.start_timestep, self.run.end_timestep
+        first = -(-start // per_rollout)
+        return self.train(init, step, end // per_rollout - first + 1 if end > start else 0)
+
+    def _updated(self, update: Update) -> Update:
+        """The update, then the counter and the extensions' post_update fold."""
+
+        def run(state: BaseAgentState, *experience: Any) -> tuple[BaseAgentState, Any]:
+            state, aux = update(state, *experience)
+            state = state.replace(n_updates=state.n_updates + 1)
+            return self.extensions.fold_post_update(state), aux
+
+        return run
+
+    def train(
+        self,
+        init: Callable[[jax.Array], BaseAgentState],
+        step: Callable[[BaseAgentState], tuple[BaseAgentState, Any]],
+        num_iterations: int,
+    ) -> OneSeedTrain:
+        """The run of one seed: `num_iterations` of `step`, each followed by the logging gate."""
+        if num_iterations < 0:
+            raise ValueError("A call cannot end before it starts.")
+        log_frequency = self.run.log_frequency
+        if log_frequency is None or self.evaluation is None:
+
+            def iteration(carry: LoopCarry) -> LoopCarry:
+                state, _ = step(carry.state)
+                return carry.replace(state=state)
+
+            return build_resumable_train(self.fresh_state(init), iteration, num_iterations)
+
+        def metrics(state: BaseAgentState, key: jax.Array, aux: Any) -> dict[str, jax.Array]:
+            return {
+                **evaluate(state, key, self.env_args, self.evaluation, self.run.num_episode_test),
+                TRAIN_RETURN: train_return(state),
+                **flatten_metrics(aux),
+                **self.extensions.fold_eval_metrics(state),
+            }
+
+        def iteration(carry: LoopCarry) -> LoopCarry:
+            previous = carry.state.collector_state.timestep
+            state, aux = step(carry.state)
+            state, rows = evaluate_and_log(
+                state,
+                carry.rows,
+                carry.first_log,
+                previous,
+                lambda state, key: metrics(state, key, aux),
+                log_frequency,
+                self.run.total_timesteps,
+            )
+            return carry.replace(state=state, rows=rows)
+
+        count = n_rows(self.run.start_timestep, self.run.end_timestep, log_frequency)
+        fresh_state = self.fresh_state(init)
+
+        def rows_for(state: BaseAgentState) -> dict[str, jax.Array]:
+            def one(state: BaseAgentState) -> dict[str, jax.Array]:
+                state, aux = step(state)
+                return metrics(state, evaluation_keys(state)[0], aux)
+
+            return empty_rows(jax.eval_shape(one, state), count)
+
+        def train(key: jax.Array, initial_state: BaseAgentState | None = None) -> tuple[BaseAgentState, Any]:
+            state = fresh_state(key) if initial_state is None else initial_state
+            return build_resumable_train(lambda _: state, iteration, num_iterations, lambda: rows_for(state))(key)
+
+        return train

@@ -1,0 +1,5 @@
+"""Replay buffers (flashbax)."""
+
+from ajax.buffers.replay import ReplayBuffer
+
+__all__ = ["ReplayBuffer"]

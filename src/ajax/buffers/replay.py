@@ -1,0 +1,64 @@
+"""A uniform replay buffer of transitions, on flashbax's item buffer.
+
+Each tick adds the n_envs transitions of one step; a sample draws `batch_size` stored
+transitions uniformly, at a cost independent of the capacity. The buffer state lives in
+`collector_state.buffer_state`, so it is part of the agent state: saved, resumed and
+vmapped over seeds like everything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import flashbax as fbx
+import jax
+import jax.numpy as jnp
+
+from ajax.environments.interaction import Transition
+from ajax.state import BaseAgentState, EnvironmentConfig
+
+
+def stored(transition: Transition) -> Transition:
+    """What replay keeps of a transition: everything but the behaviour policy's extras."""
+    return transition.replace(extras=())
+
+
+@dataclass(frozen=True)
+class ReplayBuffer:
+    capacity: int
+    batch_size: int
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.capacity < self.batch_size:
+            raise ValueError(
+                f"The replay buffer must hold at least one batch: buffer_size={self.capacity}, "
+                f"batch_size={self.batch_size}."
+            )
+
+    @property
+    def _buffer(self):
+        return fbx.make_item_buffer(
+            max_length=self.capacity, min_length=1, sample_batch_size=self.batch_size, add_batches=True
+        )
+
+    def init(self, env_args: EnvironmentConfig) -> Any:
+        action = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)
+        obs = jnp.zeros((env_args.observation_dim,), jnp.float32)
+        example = Transition(
+            obs=obs,
+            action=action,
+            reward=jnp.zeros(()),
+            next_obs=obs,
+            terminated=jnp.zeros((), bool),
+            truncated=jnp.zeros((), bool),
+        )
+        return self._buffer.init(example)
+
+    def add(self, state: BaseAgentState, transition: Transition) -> BaseAgentState:
+        collector = state.collector_state
+        buffer_state = self._buffer.add(collector.buffer_state, stored(transition))
+        return state.replace(collector_state=collector.replace(buffer_state=buffer_state))
+
+    def sample(self, buffer_state: Any, key: jax.Array) -> Transition:
+        return self._buffer.sample(buffer_state, key).experience

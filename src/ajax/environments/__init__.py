@@ -1,0 +1,1 @@
+"""Environments: creation by id, the agent/env action map, and experience collection."""

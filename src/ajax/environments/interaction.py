@@ -1,0 +1,169 @@
+"""Collecting experience: act, step every env copy as one operation, store, count.
+
+Gymnax 1.x steps return `terminated` and `truncated` apart, auto-reset, and keep the
+observation the episode ended on. A `Transition` keeps both flags and that final
+observation as `next_obs`, so every agent bootstraps at a time limit and never past a
+true terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from ajax.environments.utils import flatten_observation, to_env_action, uniform_action
+from ajax.schedule import Schedule, at
+from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig
+
+
+@struct.dataclass
+class Transition:
+    """One step of every env copy (leading axis n_envs), or a rollout of them."""
+
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    next_obs: jax.Array  # the observation the step reached: the final one when the episode ended
+    terminated: jax.Array
+    truncated: jax.Array
+    extras: Any = ()  # what the behaviour policy adds, e.g. PPO's log-probability and value
+
+
+# The behaviour policy collection calls: (state, observations, key) -> (actions, extras).
+ActionPipeline = Callable[[BaseAgentState, jax.Array, jax.Array], tuple[jax.Array, Any]]
+# From the policy at the last observations, a key and the timestep, the action to take.
+Explore = Callable[[Any, jax.Array, jax.Array], jax.Array]
+
+
+def reset_envs(key: jax.Array, env_args: EnvironmentConfig) -> tuple[jax.Array, Any]:
+    keys = jax.random.split(key, env_args.n_envs)
+    obs, env_state = jax.vmap(env_args.env.reset, in_axes=(0, None))(keys, env_args.env_params)
+    return flatten_observation(obs), env_state
+
+
+def step_envs(
+    key: jax.Array, env_state: Any, action: jax.Array, env_args: EnvironmentConfig
+) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array, jax.Array]:
+    """Step every copy once: (obs after auto-reset, state, reward, terminated, truncated, final obs)."""
+    keys = jax.random.split(key, env_args.n_envs)
+    env_action = to_env_action(action, env_args)
+    obs, env_state, reward, terminated, truncated, info = jax.vmap(env_args.env.step, in_axes=(0, 0, 0, None))(
+        keys, env_state, env_action, env_args.env_params
+    )
+    terminated = jnp.asarray(terminated, bool)
+    truncated = jnp.asarray(truncated, bool) & ~terminated  # a true terminal wins a tie
+    return (
+        flatten_observation(obs),
+        env_state,
+        jnp.asarray(reward, jnp.float32).reshape(env_args.n_envs),
+        terminated,
+        truncated,
+        flatten_observation(info["final_observation"]),
+    )
+
+
+def init_collector(key: jax.Array, env_args: EnvironmentConfig, buffer_state: Any = None) -> CollectorState:
+    obs, env_state = reset_envs(key, env_args)
+    n = env_args.n_envs
+    return CollectorState(
+        env_state=env_state,
+        last_obs=obs,
+        timestep=jnp.zeros((), jnp.int32),
+        episodic_return=jnp.zeros((n,), jnp.float32),
+        last_episodic_return=jnp.full((n,), jnp.nan, jnp.float32),
+        buffer_state=buffer_state,
+    )
+
+
+def collect_experience(
+    state: BaseAgentState,
+    pipeline: ActionPipeline,
+    env_args: EnvironmentConfig,
+) -> tuple[BaseAgentState, Transition]:
+    """One step of every env copy under the behaviour policy; the timestep grows by n_envs."""
+    state, (act_key, step_key) = state.next_keys(2)
+    collector = state.collector_state
+    action, extras = pipeline(state, collector.last_obs, act_key)
+    obs, env_state, reward, terminated, truncated, final_obs = step_envs(
+        step_key, collector.env_state, action, env_args
+    )
+    done = terminated | truncated
+    episodic_return = collector.episodic_return + reward
+    collector = collector.replace(
+        env_state=env_state,
+        last_obs=obs,
+        timestep=collector.timestep + env_args.n_envs,
+        episodic_return=jnp.where(done, 0.0, episodic_return),
+        last_episodic_return=jnp.where(done, episodic_return, collector.last_episodic_return),
+    )
+    transition = Transition(
+        obs=state.collector_state.last_obs,
+        action=action,
+        reward=reward,
+        next_obs=final_obs,
+        terminated=terminated,
+        truncated=truncated,
+        extras=extras,
+    )
+    return state.replace(collector_state=collector), transition
+
+
+def explore_pipeline(
+    explore: Explore,
+    policy: Callable[[BaseAgentState, jax.Array], Any],
+    env_args: EnvironmentConfig,
+    warmup: Callable[[BaseAgentState], jax.Array] | None = None,
+) -> ActionPipeline:
+    """The action pipeline of an agent whose behaviour is its policy plus exploration.
+
+    During the warm-up (`warmup(state)` true, an unbatched predicate) actions are drawn
+    uniformly and the policy is not evaluated at all.
+    """
+
+    def act(state: BaseAgentState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, Any]:
+        timestep = state.collector_state.timestep
+
+        def from_policy(key: jax.Array) -> jax.Array:
+            return explore(policy(state, obs), key, timestep)
+
+        def uniform(key: jax.Array) -> jax.Array:
+            return uniform_action(key, env_args, env_args.n_envs)
+
+        if warmup is None:
+            return from_policy(key), ()
+        return jax.lax.cond(warmup(state), uniform, from_policy, key), ()
+
+    return act
+
+
+def sample_policy(pi: Any, key: jax.Array, step: jax.Array) -> jax.Array:
+    """Explore by sampling the policy's own distribution (SAC, PPO)."""
+    del step
+    return pi.sample(seed=key)
+
+
+def epsilon_greedy(epsilon: Schedule) -> Explore:
+    """With probability epsilon(step) a uniform action, else the greedy one. `pi` is Q-values."""
+
+    def explore(q_values: jax.Array, key: jax.Array, step: jax.Array) -> jax.Array:
+        coin_key, action_key = jax.random.split(key)
+        greedy = jnp.argmax(q_values, axis=-1)
+        random = jax.random.randint(action_key, greedy.shape, 0, q_values.shape[-1])
+        explore_now = jax.random.uniform(coin_key, greedy.shape) < at(epsilon, step)
+        return jnp.where(explore_now, random, greedy)
+
+    return explore
+
+
+def gaussian_exploration(noise: Schedule) -> Explore:
+    """The deterministic action plus N(0, noise(step)^2), clipped to [-1, 1]. `pi` is that action."""
+
+    def explore(action: jax.Array, key: jax.Array, step: jax.Array) -> jax.Array:
+        perturbed = action + at(noise, step) * jax.random.normal(key, action.shape)
+        return jnp.clip(perturbed, -1.0, 1.0)
+
+    return explore

@@ -1,0 +1,98 @@
+"""The evaluation episodes: `num_episode_test` episodes with the deterministic action.
+
+Episodes run side by side for the env's maximum episode length; each stops counting at
+its first end. Besides the return and length, the evaluation reports the policy's entropy
+and, for agents with a critic, the value bias: the critic's estimate at each evaluated step
+minus the discounted return realised from that step, in the critic's units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from ajax.environments.interaction import reset_envs, step_envs
+from ajax.state import BaseAgentState, EnvironmentConfig
+
+# (state, observations) -> (deterministic actions, the policy's entropy at each observation)
+GreedyPolicy = Callable[[BaseAgentState, jax.Array], tuple[jax.Array, jax.Array]]
+# (state, observations, actions) -> the critic's estimate of the return from there
+ValueEstimate = Callable[[BaseAgentState, jax.Array, jax.Array], jax.Array]
+
+
+@dataclass(frozen=True)
+class EvalPolicy:
+    """What an agent hands the loop so it can be evaluated."""
+
+    greedy: GreedyPolicy
+    value: ValueEstimate | None = None
+    gamma: float = 0.99
+
+
+def evaluate(
+    state: BaseAgentState,
+    key: jax.Array,
+    env_args: EnvironmentConfig,
+    policy: EvalPolicy,
+    num_episodes: int,
+) -> dict[str, jax.Array]:
+    eval_env = dataclasses.replace(env_args, n_envs=num_episodes)
+    reset_key, run_key = jax.random.split(key)
+    obs, env_state = reset_envs(reset_key, eval_env)
+
+    def step(carry, key):
+        obs, env_state, alive = carry
+        action, entropy = policy.greedy(state, obs)
+        value = policy.value(state, obs, action) if policy.value is not None else jnp.zeros(num_episodes)
+        obs, env_state, reward, terminated, truncated, _ = step_envs(key, env_state, action, eval_env)
+        done = terminated | truncated
+        record = (reward, done, alive, entropy, value)
+        return (obs, env_state, alive & ~done), record
+
+    keys = jax.random.split(run_key, env_args.max_episode_steps)
+    alive = jnp.ones(num_episodes, bool)
+    _, (reward, done, alive, entropy, value) = jax.lax.scan(step, (obs, env_state, alive), keys)
+    live = alive.astype(jnp.float32)
+    metrics = {
+        "Eval/episodic mean reward": jnp.mean(jnp.sum(reward * live, axis=0)),
+        "Eval/mean episodic length": jnp.mean(jnp.sum(live, axis=0)),
+        "Eval/episodic entropy": jnp.sum(entropy * live) / jnp.sum(live),
+    }
+    if policy.value is not None:
+        realised = discounted_returns(reward, done, policy.gamma)
+        metrics["Eval/mean bias"] = jnp.sum((value - realised) * live) / jnp.sum(live)
+    else:
+        metrics["Eval/mean bias"] = jnp.array(jnp.nan, jnp.float32)
+    return metrics
+
+
+def discounted_returns(reward: jax.Array, done: jax.Array, gamma: float) -> jax.Array:
+    """G_t = r_t + gamma * G_{t+1}, restarted at every episode end (time axis first)."""
+
+    def backwards(future: jax.Array, step: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        reward, done = step
+        ret = reward + gamma * future * (1.0 - done)
+        return ret, ret
+
+    _, returns = jax.lax.scan(backwards, jnp.zeros_like(reward[0]), (reward, done.astype(jnp.float32)), reverse=True)
+    return returns
+
+
+def flatten_metrics(aux: Any) -> dict[str, jax.Array]:
+    """An update's metrics, nested one level, as "group/name" (TD3's value/critic_loss)."""
+    from flax import serialization
+
+    flat: dict[str, jax.Array] = {}
+    tree = serialization.to_state_dict(aux) if aux is not None else {}
+    for group, values in (tree or {}).items():
+        if isinstance(values, dict):
+            for name, value in values.items():
+                flat[name if group == "extensions" else f"{group}/{name}"] = value
+        else:
+            flat[group] = values
+    return flat

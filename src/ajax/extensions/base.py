@@ -1,0 +1,201 @@
+"""`Extension`, `ExtensionContext` and `ExtensionStack`: the fold points of the loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+PHASES = (
+    "init_state",
+    "pretrain",
+    "post_update",
+    "eval_metrics",
+    "on_target",
+    "critic_loss",
+    "actor_loss",
+    "action",
+)
+# The phases the shared loop folds for every agent; an agent adds those its update folds.
+LOOP_PHASES = frozenset({"pretrain", "post_update", "eval_metrics"})
+
+# fold_in tags: each phase draws from its own stream of a key the agent never splits.
+_PHASE_TAG = {phase: index + 1 for index, phase in enumerate(PHASES)}
+
+
+@struct.dataclass
+class ExtensionContext:
+    """What every phase may read besides the agent state: the timestep, a key, the horizon."""
+
+    step: jax.Array
+    rng: jax.Array
+    total_steps: int = struct.field(pytree_node=False)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """Override the phases the feature needs; the stack folds only those.
+
+    Phase signatures (`ext_state` is this extension's entry of `agent_state.ext_state`):
+      init_state(ctx, agent_state) -> ext_state
+      pretrain(ctx, agent_state, ext_state) -> (agent_state, ext_state)
+      post_update(ctx, agent_state, ext_state) -> (agent_state, ext_state)
+      eval_metrics(ctx, agent_state, ext_state) -> dict of scalars
+      on_target(ctx, agent_state, ext_state, batch, target) -> (target, metrics)
+      critic_loss(ctx, agent_state, ext_state, batch, critic_params) -> (loss, metrics)
+      actor_loss(ctx, agent_state, ext_state, batch, actor_params) -> (loss, metrics)
+      action(ctx, agent_state, ext_state, obs, action) -> action
+    """
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def phases(self) -> frozenset[str]:
+        """The phases this extension implements: those whose method it overrides."""
+        return frozenset(phase for phase in PHASES if getattr(type(self), phase) is not getattr(Extension, phase))
+
+    def init_state(self, ctx: ExtensionContext, agent_state: Any) -> Any:
+        return ()
+
+    def pretrain(self, ctx, agent_state, ext_state):
+        return agent_state, ext_state
+
+    def post_update(self, ctx, agent_state, ext_state):
+        return agent_state, ext_state
+
+    def eval_metrics(self, ctx, agent_state, ext_state) -> dict[str, jax.Array]:
+        return {}
+
+    def on_target(self, ctx, agent_state, ext_state, batch, target):
+        return target, {}
+
+    def critic_loss(self, ctx, agent_state, ext_state, batch, critic_params):
+        return jnp.zeros(()), {}
+
+    def actor_loss(self, ctx, agent_state, ext_state, batch, actor_params):
+        return jnp.zeros(()), {}
+
+    def action(self, ctx, agent_state, ext_state, obs, action):
+        return action
+
+
+@dataclass(frozen=True)
+class ExtensionStack:
+    """The extensions of one agent, folded phase by phase in the order given."""
+
+    extensions: tuple[Extension, ...] = ()
+    total_steps: int = 0
+
+    def __post_init__(self) -> None:
+        for extension in self.extensions:
+            if not isinstance(extension, Extension):
+                raise TypeError(f"extensions= takes Extension instances, got {type(extension).__name__}.")
+            try:
+                hash(extension)
+            except TypeError as error:
+                raise TypeError(
+                    f"{extension.name} must be hashable (a frozen dataclass): extensions are static."
+                ) from error
+
+    def __bool__(self) -> bool:
+        return bool(self.extensions)
+
+    def with_horizon(self, total_steps: int) -> ExtensionStack:
+        return ExtensionStack(self.extensions, total_steps)
+
+    def check(self, agent: str, supported_phases: frozenset[str]) -> None:
+        """Refuse, at construction, an extension phase the agent never folds."""
+        allowed = supported_phases | {"init_state"}
+        for extension in self.extensions:
+            unsupported = sorted(extension.phases - allowed)
+            if unsupported:
+                raise ValueError(
+                    f"{extension.name} implements {', '.join(unsupported)}, which {agent} never folds "
+                    f"(it folds {', '.join(sorted(supported_phases))}). Use an agent that folds "
+                    "these phases or drop the extension."
+                )
+
+    def _contexts(self, phase: str, agent_state: Any) -> list[ExtensionContext]:
+        key = jax.random.fold_in(agent_state.eval_rng, _PHASE_TAG[phase])
+        key = jax.random.fold_in(key, agent_state.collector_state.timestep)
+        key = jax.random.fold_in(key, agent_state.n_updates)
+        keys = jax.random.split(key, len(self.extensions))
+        step = agent_state.collector_state.timestep
+        return [ExtensionContext(step, k, self.total_steps) for k in keys]
+
+    def fold_init(self, agent_state: Any) -> Any:
+        """Each extension's initial state, then each pretrain: fresh runs only."""
+        if not self.extensions:
+            return agent_state
+        contexts = self._contexts("init_state", agent_state)
+        ext_state = tuple(e.init_state(c, agent_state) for e, c in zip(self.extensions, contexts, strict=True))
+        agent_state = agent_state.replace(ext_state=ext_state)
+        return self._fold_transform("pretrain", agent_state)
+
+    def fold_post_update(self, agent_state: Any) -> Any:
+        if not self.extensions:
+            return agent_state
+        return self._fold_transform("post_update", agent_state)
+
+    def _fold_transform(self, phase: str, agent_state: Any) -> Any:
+        contexts = self._contexts(phase, agent_state)
+        for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
+            if phase not in extension.phases:
+                continue
+            agent_state, entry = getattr(extension, phase)(ctx, agent_state, agent_state.ext_state[index])
+            ext_state = list(agent_state.ext_state)
+            ext_state[index] = entry
+            agent_state = agent_state.replace(ext_state=tuple(ext_state))
+        return agent_state
+
+    def fold_eval_metrics(self, agent_state: Any) -> dict[str, jax.Array]:
+        if not self.extensions:
+            return {}
+        metrics: dict[str, jax.Array] = {}
+        contexts = self._contexts("eval_metrics", agent_state)
+        for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
+            if "eval_metrics" in extension.phases:
+                metrics.update(extension.eval_metrics(ctx, agent_state, agent_state.ext_state[index]))
+        return metrics
+
+    def fold_on_target(self, agent_state: Any, batch: Any, target: jax.Array) -> tuple[jax.Array, dict]:
+        if not self.extensions:
+            return target, {}
+        metrics: dict[str, jax.Array] = {}
+        contexts = self._contexts("on_target", agent_state)
+        for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
+            if "on_target" in extension.phases:
+                target, extra = extension.on_target(ctx, agent_state, agent_state.ext_state[index], batch, target)
+                metrics.update(extra)
+        return target, metrics
+
+    def _fold_loss(self, phase: str, agent_state: Any, batch: Any, params: Any) -> tuple[jax.Array, dict]:
+        if not self.extensions:
+            return jnp.zeros(()), {}
+        total, metrics = jnp.zeros(()), {}
+        contexts = self._contexts(phase, agent_state)
+        for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
+            if phase in extension.phases:
+                loss, extra = getattr(extension, phase)(ctx, agent_state, agent_state.ext_state[index], batch, params)
+                total, metrics = total + loss, {**metrics, **extra}
+        return total, metrics
+
+    def fold_critic_loss(self, agent_state: Any, batch: Any, critic_params: Any) -> tuple[jax.Array, dict]:
+        return self._fold_loss("critic_loss", agent_state, batch, critic_params)
+
+    def fold_actor_loss(self, agent_state: Any, batch: Any, actor_params: Any) -> tuple[jax.Array, dict]:
+        return self._fold_loss("actor_loss", agent_state, batch, actor_params)
+
+    def fold_action(self, agent_state: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
+        if not self.extensions:
+            return action
+        contexts = self._contexts("action", agent_state)
+        for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
+            if "action" in extension.phases:
+                action = extension.action(ctx, agent_state, agent_state.ext_state[index], obs, action)
+        return action

@@ -1,0 +1,83 @@
+"""When to evaluate and what an evaluation's row holds.
+
+The loop evaluates when an iteration crosses a multiple of `log_frequency` environment
+steps, never past the run's horizon. The gate reads only the timestep, which every seed
+shares and which stays unbatched under the seed vmap, so `lax.cond` skips the evaluation
+on the other iterations instead of computing it and selecting.
+
+Each evaluation's metrics are written into rows the scan carries (one slot per
+evaluation of the call), not stacked per iteration. Unfilled slots hold -1 (the timestep)
+or NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from ajax.state import BaseAgentState
+
+Rows = dict[str, jax.Array]
+
+TRAIN_RETURN = "Train/episodic mean reward"
+
+
+def n_rows(start_timestep: int, end_timestep: int, log_frequency: int) -> int:
+    """How many evaluations a call from `start` to `end` can make (at least one slot)."""
+    return max(1, end_timestep // log_frequency - start_timestep // log_frequency)
+
+
+def empty_rows(template: dict[str, jax.ShapeDtypeStruct], count: int) -> Rows:
+    rows = {"timestep": jnp.full((count,), -1, jnp.int32)}
+    for name in template:
+        rows[name] = jnp.full((count,), jnp.nan, jnp.float32)
+    return rows
+
+
+def train_return(state: BaseAgentState) -> jax.Array:
+    """The mean of each env's last finished episode; NaN before any has finished."""
+    last = state.collector_state.last_episodic_return
+    finished = ~jnp.isnan(last)
+    return jnp.where(
+        jnp.any(finished), jnp.sum(jnp.where(finished, last, 0.0)) / jnp.maximum(jnp.sum(finished), 1), jnp.nan
+    )
+
+
+def evaluation_keys(state: BaseAgentState) -> tuple[jax.Array, jax.Array]:
+    """Evaluation n draws from fold_in(eval_rng, n): the same per seed from run to run."""
+    episodes, extensions = jax.random.split(jax.random.fold_in(state.eval_rng, state.n_logs))
+    return episodes, extensions
+
+
+def evaluate_and_log(
+    state: BaseAgentState,
+    rows: Rows,
+    first_log: jax.Array,
+    previous_timestep: jax.Array,
+    metrics_fn: Callable[[BaseAgentState, jax.Array], dict[str, jax.Array]],
+    log_frequency: int,
+    horizon: int,
+) -> tuple[BaseAgentState, Rows]:
+    """Evaluate if this iteration crossed a multiple of `log_frequency`, within the horizon."""
+    timestep = state.collector_state.timestep
+    due = (timestep // log_frequency > previous_timestep // log_frequency) & (timestep <= horizon)
+
+    def log(operands: tuple[BaseAgentState, Rows]) -> tuple[BaseAgentState, Rows]:
+        state, rows = operands
+        episode_key, _ = evaluation_keys(state)
+        metrics = metrics_fn(state, episode_key)
+        slot = state.n_logs - first_log
+        rows = dict(rows)
+        rows["timestep"] = rows["timestep"].at[slot].set(timestep)
+        for name, value in metrics.items():
+            rows[name] = rows[name].at[slot].set(jnp.asarray(value, jnp.float32))
+        return state.replace(n_logs=state.n_logs + 1), rows
+
+    return jax.lax.cond(due, log, lambda operands: operands, (state, rows))
+
+
+def metric_template(metrics_fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, jax.ShapeDtypeStruct]:
+    return jax.eval_shape(metrics_fn, *args)

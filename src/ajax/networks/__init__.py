@@ -1,0 +1,1 @@
+"""Actor and critic networks, built from architecture strings."""

@@ -1,0 +1,117 @@
+"""The policies and value functions the agents build on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import distrax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ajax.networks.distributions import Squash
+from ajax.networks.mlp import MLP
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
+def orthogonal(scale: float) -> Callable:
+    return nn.initializers.orthogonal(scale)
+
+
+class CategoricalActor(nn.Module):
+    """A softmax policy over `n_actions`."""
+
+    architecture: tuple[str, ...]
+    n_actions: int
+    hidden_init: Callable = orthogonal(np.sqrt(2))
+    head_init: Callable = orthogonal(0.01)
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> distrax.Distribution:
+        logits = nn.Dense(self.n_actions, kernel_init=self.head_init)(MLP(self.architecture, self.hidden_init)(obs))
+        return distrax.Categorical(logits=logits)
+
+
+class GaussianActor(nn.Module):
+    """A diagonal Gaussian with a state-independent log standard deviation (PPO's)."""
+
+    architecture: tuple[str, ...]
+    action_dim: int
+    hidden_init: Callable = orthogonal(np.sqrt(2))
+    head_init: Callable = orthogonal(0.01)
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> distrax.Distribution:
+        mean = nn.Dense(self.action_dim, kernel_init=self.head_init)(MLP(self.architecture, self.hidden_init)(obs))
+        log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
+        return distrax.MultivariateNormalDiag(mean, jnp.exp(jnp.broadcast_to(log_std, mean.shape)))
+
+
+class SquashedGaussianActor(nn.Module):
+    """tanh of a state-dependent diagonal Gaussian: SAC's policy (Haarnoja et al. 2018, App. C)."""
+
+    architecture: tuple[str, ...]
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> Squash:
+        hidden = MLP(self.architecture)(obs)
+        mean = nn.Dense(self.action_dim)(hidden)
+        log_std = jnp.clip(nn.Dense(self.action_dim)(hidden), LOG_STD_MIN, LOG_STD_MAX)
+        return Squash(distrax.Normal(mean, jnp.exp(log_std)))
+
+
+class ValueCritic(nn.Module):
+    """V(s)."""
+
+    architecture: tuple[str, ...]
+    hidden_init: Callable = orthogonal(np.sqrt(2))
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        hidden = MLP(self.architecture, self.hidden_init)(obs)
+        return nn.Dense(1, kernel_init=orthogonal(1.0))(hidden).squeeze(-1)
+
+
+class QCritic(nn.Module):
+    """Q(s, a) for continuous actions: the action joins the observation at the input."""
+
+    architecture: tuple[str, ...]
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        hidden = MLP(self.architecture)(jnp.concatenate([obs, action], axis=-1))
+        return nn.Dense(1)(hidden).squeeze(-1)
+
+
+class QEnsemble(nn.Module):
+    """`n` independent Q(s, a) critics as one vmapped network; output axis 0 is the critic."""
+
+    architecture: tuple[str, ...]
+    n: int = 2
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        ensemble = nn.vmap(
+            QCritic,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.n,
+        )
+        return ensemble(self.architecture)(obs, action)
+
+
+class DiscreteQNetwork(nn.Module):
+    """Q(s, .) over `n_actions` discrete actions."""
+
+    architecture: tuple[str, ...]
+    n_actions: int
+    layer_norm: bool = False
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return nn.Dense(self.n_actions)(MLP(self.architecture, layer_norm=self.layer_norm)(obs))

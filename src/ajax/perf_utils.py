@@ -1,0 +1,63 @@
+"""`build_resumable_train`: init or resume, then one jitted scan over the iterations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from ajax.state import BaseAgentState
+
+
+@struct.dataclass
+class LoopCarry:
+    """The scan's carry: the agent state, the evaluation rows, and the call's first log number."""
+
+    state: BaseAgentState
+    rows: Any
+    first_log: jax.Array
+
+
+def build_resumable_train(
+    fresh_state: Callable[[jax.Array], BaseAgentState],
+    iteration: Callable[[LoopCarry], LoopCarry],
+    num_iterations: int,
+    empty_rows: Callable[[], Any] = lambda: None,
+) -> Callable[[jax.Array, BaseAgentState | None], tuple[BaseAgentState, Any]]:
+    """One seed's run: `train(key, initial_state)` returns the final state and the rows.
+
+    On a fresh run (`initial_state=None`) the state comes from `fresh_state(key)`; a resumed
+    run takes the state passed in, and the key is unused, so a run split in two follows
+    the keys of one uninterrupted call.
+    """
+
+    def train(key: jax.Array, initial_state: BaseAgentState | None = None) -> tuple[BaseAgentState, Any]:
+        state = fresh_state(key) if initial_state is None else initial_state
+        carry = LoopCarry(state=state, rows=empty_rows(), first_log=state.n_logs)
+
+        def body(carry: LoopCarry, _: None) -> tuple[LoopCarry, None]:
+            return iteration(carry), None
+
+        carry, _ = jax.lax.scan(body, carry, None, length=num_iterations)
+        return carry.state, carry.rows
+
+    return train
+
+
+def final_aux_scan(fn: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None):
+    """A scan that keeps only the last step's metrics instead of stacking every step's."""
+    template = jax.eval_shape(
+        lambda c, x: fn(c, x)[1], init, jax.tree.map(lambda a: a[0], xs) if xs is not None else None
+    )
+    empty = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
+
+    def body(carry, x):
+        inner, _ = carry
+        inner, aux = fn(inner, x)
+        return (inner, aux), None
+
+    (carry, aux), _ = jax.lax.scan(body, (init, empty), xs, length=length)
+    return carry, aux

@@ -1,0 +1,45 @@
+"""Hyperparameters that may vary with the timestep.
+
+A `Schedule` is either a constant or a function of the environment timestep. Agents read
+one with `at(schedule, timestep)`, so a constant costs nothing and a ramp is traced once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+Schedule = float | Callable[[jax.Array], jax.Array]
+
+
+def at(schedule: Schedule, timestep: jax.Array) -> jax.Array:
+    """The value of `schedule` at `timestep`."""
+    if callable(schedule):
+        return schedule(timestep)
+    return jnp.asarray(schedule, dtype=jnp.float32)
+
+
+@dataclass(frozen=True)
+class linear:  # noqa: N801 - used like a function: linear(start, end, steps)
+    """A ramp from `start` to `end` over `steps` timesteps, then constant at `end`.
+
+    A frozen dataclass rather than a closure, so two equal ramps hash alike and an agent
+    holding one stays a valid static argument.
+    """
+
+    start: float
+    end: float
+    steps: int
+
+    def __call__(self, timestep: jax.Array) -> jax.Array:
+        fraction = jnp.clip(jnp.asarray(timestep, jnp.float32) / max(self.steps, 1), 0.0, 1.0)
+        return self.start + fraction * (self.end - self.start)
+
+
+def check_schedule(name: str, schedule: Schedule, *, minimum: float = 0.0) -> None:
+    """Reject a negative constant at construction; a callable is checked by its author."""
+    if not callable(schedule) and schedule < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {schedule}.")

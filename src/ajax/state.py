@@ -1,0 +1,97 @@
+"""The agent state pytree and the frozen configuration dataclasses.
+
+Everything that changes during training lives in one flax dataclass, so a run is one
+`lax.scan` (the state is its carry), seeds are one `vmap` (the state gains a leading
+axis) and a checkpoint is that pytree saved. Static settings are frozen, hashable
+dataclasses passed as static arguments: they fix shapes and Python-level branches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import jax
+from flax import struct
+from flax.training.train_state import TrainState
+
+
+class LoopTrainState(TrainState):
+    """A flax TrainState with target parameters, for the agents that bootstrap from them."""
+
+    target_params: Any = None
+
+
+@struct.dataclass
+class CollectorState:
+    """What collection carries from one environment step to the next.
+
+    `timestep` counts environment steps over all parallel environments: one tick on four
+    environments adds four. It is created from constants only, so under the seed vmap it
+    stays unbatched and the gates that read it remain real branches.
+    """
+
+    env_state: Any
+    last_obs: jax.Array
+    timestep: jax.Array
+    episodic_return: jax.Array  # the running return of each env's current episode
+    last_episodic_return: jax.Array  # each env's last finished return, NaN before one
+    buffer_state: Any = None
+    expert_state: Any = None
+
+
+@struct.dataclass
+class BaseAgentState:
+    """The whole run of one seed: every array that changes during training."""
+
+    rng: jax.Array
+    actor_state: LoopTrainState
+    critic_state: LoopTrainState | None
+    collector_state: CollectorState
+    eval_rng: jax.Array
+    n_updates: jax.Array
+    n_logs: jax.Array
+    ext_state: Any = ()
+    last_rollout: Any = None
+
+    removed_fields: ClassVar[frozenset[str]] = frozenset()
+    added_fields: ClassVar[frozenset[str]] = frozenset()
+
+    def next_keys(self, n: int) -> tuple[BaseAgentState, tuple[jax.Array, ...]]:
+        """Split the training key: the new state and `n` fresh keys."""
+        keys = jax.random.split(self.rng, n + 1)
+        return self.replace(rng=keys[0]), tuple(keys[1:])
+
+
+@dataclass(frozen=True)
+class EnvironmentConfig:
+    """The environment an agent trains on, and what its spaces imply."""
+
+    env: Any
+    env_params: Any
+    n_envs: int
+    continuous: bool
+    observation_dim: int
+    action_dim: int  # the number of actions when discrete
+    action_low: tuple[float, ...] = ()
+    action_high: tuple[float, ...] = ()
+    max_episode_steps: int = 1000
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Hidden layers as alternating width and activation strings, e.g. ("64", "tanh", "64", "tanh")."""
+
+    actor_architecture: tuple[str, ...]
+    critic_architecture: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """One optimiser per trained network; `max_grad_norm=None` leaves gradients unclipped."""
+
+    learning_rate: float
+    max_grad_norm: float | None = None
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
