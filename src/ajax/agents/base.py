@@ -171,10 +171,10 @@ class ActorCritic:
         if n_timesteps:
             self.check_budget(n_timesteps)
         if logging_config is not None:
-            if logging_config.log_frequency > n_timesteps:
+            if end // logging_config.log_frequency == start // logging_config.log_frequency:
                 warnings.warn(
-                    f"log_frequency={logging_config.log_frequency} exceeds n_timesteps={n_timesteps}: "
-                    "this call will not evaluate.",
+                    f"log_frequency={logging_config.log_frequency} exceeds what this call covers "
+                    f"(timesteps {start} to {end}): it will not evaluate.",
                     stacklevel=2,
                 )
             logging_config = logging_config.with_config(self.config)
@@ -193,7 +193,10 @@ class ActorCritic:
             n_states = jax.tree.leaves(initial_state.rng)[0].shape[0]
             if n_states != len(seeds):
                 keys = jnp.zeros((n_states, 2), jnp.uint32)  # a resumed run draws from its state's keys
-            state, rows = program(keys, _unbatched_counters(initial_state, lambda x: jnp.asarray(x)[0]))
+            with warnings.catch_warnings():
+                # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
+                warnings.filterwarnings("ignore", "Some donated buffers were not usable")
+                state, rows = program(keys, _unbatched_counters(initial_state, lambda x: jnp.asarray(x)[0]))
         state = jax.block_until_ready(state)
         return state, (rows if logging_config is not None else None)
 

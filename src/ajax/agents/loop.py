@@ -132,10 +132,11 @@ class TrainLoop:
         cls,
         env_args: EnvironmentConfig,
         run: RunSettings,
-        extensions: ExtensionStack = ExtensionStack(),
+        extensions: ExtensionStack | None = None,
         evaluation: EvalPolicy | None = None,
     ) -> TrainLoop:
-        return cls(env_args, run, extensions.with_horizon(run.total_timesteps), evaluation)
+        stack = extensions if extensions is not None else ExtensionStack()
+        return cls(env_args, run, stack.with_horizon(run.total_timesteps), evaluation)
 
     @property
     def total_timesteps(self) -> int:

@@ -1,0 +1,10 @@
+"""Every exported agent by name, for the command line and the benchmark."""
+
+from __future__ import annotations
+
+from ajax.agents.base import ActorCritic
+from ajax.agents.DQN import DQN
+from ajax.agents.PPO import PPO
+from ajax.agents.SAC import SAC
+
+AGENTS: dict[str, type[ActorCritic]] = {"DQN": DQN, "PPO": PPO, "SAC": SAC}
