@@ -1,0 +1,85 @@
+"""Tiny gymnax-style environments whose values and best actions are known in closed form."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from gymnax.environments import environment, spaces
+
+
+@struct.dataclass
+class ProbeState(environment.EnvState):
+    time: int
+
+
+@struct.dataclass
+class ProbeParams(environment.EnvParams):
+    max_steps_in_episode: int = 1
+
+
+class _Probe(environment.Environment):
+    """A constant observation [1.0]; subclasses set the reward, the ending and the actions."""
+
+    def __init__(self, continuous: bool = False, episode_steps: int = 1, scale: float = 1.0):
+        super().__init__()
+        self.continuous, self.episode_steps, self.scale = continuous, episode_steps, scale
+
+    @property
+    def default_params(self) -> ProbeParams:
+        return ProbeParams(max_steps_in_episode=self.episode_steps)
+
+    def reset_env(self, key, params):
+        return jnp.ones(1), ProbeState(time=0)
+
+    def action_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1,)) if self.continuous else spaces.Discrete(2)
+
+    def observation_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1,))
+
+    def reward(self, action: jax.Array) -> jax.Array:
+        raise NotImplementedError
+
+    terminates = True
+
+    def step_env(self, key, state, action, params):
+        state = ProbeState(time=state.time + 1)
+        terminated = jnp.asarray(self.terminates) & (state.time >= self.episode_steps)
+        return jnp.ones(1), state, self.reward(action), terminated, {}
+
+
+class OneStepReward(_Probe):
+    """Reward 1, then a true terminal: V(s) = Q(s, a) = 1 for every action."""
+
+    def reward(self, action):
+        return jnp.asarray(1.0)
+
+
+class BestAction(_Probe):
+    """One step then a terminal. Discrete: action 1 pays 1, action 0 pays 0.
+    Continuous: reward 1 - (a - 0.5)^2 in env units, best a = 0.5, worth 1."""
+
+    def reward(self, action):
+        if self.continuous:
+            return 1.0 - jnp.square(jnp.reshape(action, ()) - 0.5)
+        return jnp.asarray(action == 1, jnp.float32)
+
+
+class EndlessReward(_Probe):
+    """Reward `scale` at every step, never terminating, truncated every `episode_steps` steps.
+
+    A correct agent bootstraps at the time limit: V(s) = scale / (1 - gamma). One that
+    treats the limit as a terminal learns at most `scale * episode_steps`.
+    """
+
+    terminates = False
+
+    def reward(self, action):
+        return jnp.asarray(self.scale)
+
+
+class TerminalTwin(EndlessReward):
+    """Like EndlessReward but the episode truly terminates at `episode_steps`."""
+
+    terminates = True
