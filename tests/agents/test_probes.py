@@ -131,8 +131,9 @@ def test_sac_bootstraps_at_time_limits_not_terminals():
     # A fixed, tiny temperature makes the soft value the plain discounted one; a faster
     # target (tau 0.05) lets the bootstrapped value settle within the probe's budget.
     settings = dict(gamma=0.9, alpha_init=1e-3, learn_alpha=False, tau=0.05)
-    endless, twin = sac(EndlessReward(continuous=True, episode_steps=5), **settings), sac(
-        TerminalTwin(continuous=True, episode_steps=5), **settings
+    endless, twin = (
+        sac(EndlessReward(continuous=True, episode_steps=5), **settings),
+        sac(TerminalTwin(continuous=True, episode_steps=5), **settings),
     )
     q_endless = sac_q(endless, endless.train(seed=0, n_timesteps=6000)[0], 0.0)
     q_twin = sac_q(twin, twin.train(seed=0, n_timesteps=6000)[0], 0.0)

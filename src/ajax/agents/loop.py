@@ -64,7 +64,7 @@ def gradient_step(
     optimiser clips them.
     """
     (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(train_state.params)
-    return train_state.apply_gradients(grads=grads), loss, aux, optax.global_norm(grads)
+    return train_state.apply_gradients(grads=grads), loss, aux, optax.tree.norm(grads)
 
 
 def critic_step(

@@ -1,0 +1,99 @@
+"""Same seed, same result; and a run split in two ends where one uninterrupted call does."""
+
+import jax
+import numpy as np
+import pytest
+
+from ajax import DQN, PPO, SAC
+from ajax.logging.wandb_logging import LoggingConfig
+
+SMALL = ("16", "relu")
+
+AGENTS = {
+    "PPO": lambda: PPO(
+        "CartPole-v1",
+        n_envs=2,
+        n_steps=32,
+        batch_size=32,
+        n_epochs=2,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    ),
+    "SAC": lambda: SAC(
+        "Pendulum-v1",
+        n_envs=2,
+        learning_starts=100,
+        batch_size=32,
+        buffer_size=1000,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    ),
+    "DQN": lambda: DQN(
+        "CartPole-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, architecture=SMALL
+    ),
+}
+TOTAL, HALF, LOG = 512, 256, 128
+
+
+def assert_same_state(a, b, rtol=0.0):
+    leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(leaves_a) == len(leaves_b)
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=rtol, atol=rtol)
+
+
+@pytest.fixture(scope="module", params=sorted(AGENTS))
+def full_run(request):
+    name = request.param
+    state, evaluations = AGENTS[name]().train(
+        seed=[0, 1], n_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
+    )
+    return name, state, evaluations
+
+
+def test_same_seed_same_result(full_run):
+    name, state, evaluations = full_run
+    again, evaluations_again = AGENTS[name]().train(
+        seed=[0, 1], n_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
+    )
+    assert_same_state(state, again)
+    for key in evaluations:
+        np.testing.assert_array_equal(evaluations[key], evaluations_again[key])
+    # ...and different seeds differ.
+    params = jax.tree.leaves(state.critic_state.params)[0]
+    assert not np.allclose(params[0], params[1])
+
+
+def test_a_run_split_in_two_equals_one_call(full_run):
+    name, state, evaluations = full_run
+    first, first_evaluations = AGENTS[name]().train(
+        seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
+    )
+    start = int(first.collector_state.timestep[0])
+    # A fresh agent continues the run; an on-policy run asks for the rest of the same horizon.
+    second, second_evaluations = AGENTS[name]().train(
+        seed=[0, 1],
+        n_timesteps=TOTAL - start,
+        initial_state=first,
+        total_timesteps=TOTAL,
+        logging_config=LoggingConfig(log_frequency=LOG),
+    )
+    assert_same_state(state, second, rtol=1e-5)
+    # The evaluations continue: the two halves' rows are the uninterrupted run's rows.
+    for key in ("timestep", "Eval/episodic mean reward"):
+        joined = np.concatenate([first_evaluations[key], second_evaluations[key]], axis=1)
+        filled = evaluations["timestep"][0] >= 0
+        np.testing.assert_allclose(
+            joined[:, joined[0] != -1][:, : filled.sum()] if key != "timestep" else joined[:, joined[0] != -1],
+            evaluations[key][:, filled],
+            rtol=1e-5,
+        )
+
+
+def test_seeds_that_disagree_on_counters_are_refused(full_run):
+    name, state, _ = full_run
+    broken = state.replace(
+        collector_state=state.collector_state.replace(timestep=state.collector_state.timestep.at[1].add(1))
+    )
+    with pytest.raises(ValueError, match="same timestep"):
+        AGENTS[name]().train(seed=[0, 1], n_timesteps=10, initial_state=broken)

@@ -1,0 +1,99 @@
+"""Bad input gets a clear error at construction (or a warning), saying what to do."""
+
+import warnings
+
+import pytest
+
+from ajax import DQN, PPO, SAC
+from ajax.logging.wandb_logging import LoggingConfig
+
+SMALL = ("16", "relu")
+
+
+def test_unknown_env_id_lists_the_closest_ids():
+    with pytest.raises(ValueError, match=r"Unknown environment id 'CartPole-v2'.*Closest ids: CartPole-v1"):
+        PPO("CartPole-v2")
+
+
+def test_discrete_env_for_sac_and_continuous_env_for_dqn():
+    with pytest.raises(ValueError, match="SAC acts in continuous.*CartPole.*discrete"):
+        SAC("CartPole-v1")
+    with pytest.raises(ValueError, match="DQN acts in discrete.*continuous"):
+        DQN("Pendulum-v1")
+
+
+def test_negative_timesteps_and_empty_seed_list():
+    agent = DQN("CartPole-v1", architecture=SMALL, buffer_size=1000)
+    with pytest.raises(ValueError, match="n_timesteps must be >= 0"):
+        agent.train(seed=0, n_timesteps=-1)
+    with pytest.raises(ValueError, match="at least one seed"):
+        agent.train(seed=[], n_timesteps=10)
+
+
+def test_batch_size_that_does_not_divide_the_rollout():
+    with pytest.raises(ValueError, match=r"batch_size=100 does not divide .* = 256 transitions"):
+        PPO("CartPole-v1", n_envs=2, n_steps=128, batch_size=100)
+
+
+def test_learning_starts_beyond_the_budget_warns():
+    agent = DQN("CartPole-v1", learning_starts=1000, architecture=SMALL, buffer_size=1000)
+    with pytest.warns(UserWarning, match="learning_starts=1000 is not below n_timesteps=500"):
+        agent.train(seed=0, n_timesteps=500)
+
+
+def test_log_frequency_beyond_the_budget_warns():
+    agent = PPO(
+        "CartPole-v1",
+        n_envs=2,
+        n_steps=8,
+        batch_size=8,
+        n_epochs=1,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    )
+    with pytest.warns(UserWarning, match="log_frequency=1000 exceeds"):
+        _, evaluations = agent.train(seed=0, n_timesteps=64, logging_config=LoggingConfig(log_frequency=1000))
+    assert evaluations["timestep"].tolist() == [[-1]]
+
+
+def test_no_warning_on_a_sound_run():
+    agent = DQN("CartPole-v1", learning_starts=10, batch_size=8, architecture=SMALL, buffer_size=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        agent.train(seed=0, n_timesteps=20)
+
+
+def test_bad_hyperparameters():
+    with pytest.raises(ValueError, match="alternates widths and activations"):
+        SAC("Pendulum-v1", actor_architecture=("64", "relu", "64"))
+    with pytest.raises(ValueError, match="Unknown activation 'rellu'"):
+        PPO("CartPole-v1", critic_architecture=("64", "rellu"))
+    with pytest.raises(ValueError, match="buffer must hold at least one batch"):
+        SAC("Pendulum-v1", buffer_size=10, batch_size=256)
+    with pytest.raises(ValueError, match="n_envs must be a positive integer"):
+        DQN("CartPole-v1", n_envs=0)
+    with pytest.raises(ValueError, match="clip_range must be >= 0"):
+        PPO("CartPole-v1", clip_range=-0.1)
+    with pytest.raises(ValueError, match="actor_learning_rate must be positive"):
+        SAC("Pendulum-v1", actor_learning_rate=0.0)
+
+
+def test_memory_on_an_agent_without_it():
+    with pytest.raises(NotImplementedError, match="DQN has no recurrent memory"):
+        DQN("CartPole-v1", memory={"kind": "gru", "hidden_size": 64})
+
+
+def test_a_custom_env_without_the_gymnax_interface():
+    class NotAnEnv:
+        def reset(self, key):
+            return None
+
+    with pytest.raises(TypeError, match="lacks step, action_space, observation_space"):
+        PPO(NotAnEnv())
+
+
+def test_logging_backends_not_yet_available_are_refused():
+    with pytest.raises(NotImplementedError, match="W&B and TensorBoard writers"):
+        LoggingConfig(use_wandb=True)
+    with pytest.raises(ValueError, match="log_frequency must be a positive"):
+        LoggingConfig(log_frequency=0)
