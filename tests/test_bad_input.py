@@ -37,7 +37,7 @@ def test_batch_size_that_does_not_divide_the_rollout():
 
 def test_learning_starts_beyond_the_budget_warns():
     agent = DQN("CartPole-v1", learning_starts=1000, architecture=SMALL, buffer_size=1000)
-    with pytest.warns(UserWarning, match="learning_starts=1000 is not below n_timesteps=500"):
+    with pytest.warns(UserWarning, match=r"learning_starts=1000 is not below the call.s end \(500 timesteps\)"):
         agent.train(seed=0, n_timesteps=500)
 
 

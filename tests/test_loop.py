@@ -53,12 +53,13 @@ def test_zero_timesteps_returns_the_untrained_skeleton():
     assert jax.tree.leaves(state.critic_state.params)[0].shape[0] == 2
 
 
-def test_evaluation_rows_fill_at_crossings_and_leave_the_rest_unfilled(dqn_logged):
+def test_evaluation_rows_fill_at_crossings(dqn_logged):
     _, _, evaluations = dqn_logged
-    # Crossings of 250, 500, 750 happen at timesteps 252, 501, 750; 1000 lies past the last tick (999).
-    np.testing.assert_array_equal(evaluations["timestep"], [[252, 501, 750, -1]] * 2)
+    # Crossings of 250, 500, 750 happen at timesteps 252, 501, 750; 1000 lies past the last tick
+    # (999), so the call has three slots.
+    np.testing.assert_array_equal(evaluations["timestep"], [[252, 501, 750]] * 2)
     returns = evaluations["Eval/episodic mean reward"]
-    assert returns.shape == (2, 4) and np.all(np.isfinite(returns[:, :3])) and np.all(np.isnan(returns[:, 3]))
+    assert returns.shape == (2, 3) and np.all(np.isfinite(returns))
     for key in (
         "Eval/mean episodic length",
         "Eval/episodic entropy",
@@ -68,7 +69,34 @@ def test_evaluation_rows_fill_at_crossings_and_leave_the_rest_unfilled(dqn_logge
     ):
         assert key in evaluations
     # CartPole pays 1 per step: an evaluation's return equals its length.
-    np.testing.assert_allclose(returns[:, :3], evaluations["Eval/mean episodic length"][:, :3])
+    np.testing.assert_allclose(returns, evaluations["Eval/mean episodic length"])
+
+
+def test_on_policy_rows_reach_the_last_rollout_within_the_horizon():
+    agent = PPO(
+        "CartPole-v1",
+        n_envs=1,
+        n_steps=64,
+        batch_size=64,
+        n_epochs=1,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    )
+    logging = LoggingConfig(log_frequency=64)
+    _, one_call = agent.train(seed=0, n_timesteps=256, logging_config=logging)
+    assert one_call["timestep"].tolist() == [[64, 128, 192, 256]]
+    # Split at timesteps that are not rollout boundaries, the same rollouts and evaluations.
+    state, first = agent.train(seed=0, n_timesteps=100, total_timesteps=256, logging_config=logging)
+    state, second = agent.train(
+        seed=0,
+        n_timesteps=256 - int(state.collector_state.timestep[0]),
+        initial_state=state,
+        total_timesteps=256,
+        logging_config=logging,
+    )
+    assert int(state.collector_state.timestep[0]) == 320
+    timesteps = np.concatenate([first["timestep"][0], second["timestep"][0]])
+    assert timesteps[timesteps >= 0].tolist() == [64, 128, 192, 256]
 
 
 def test_metrics_before_learning_starts_are_nan():

@@ -127,13 +127,13 @@ class ActorCritic:
     def get_make_train(self) -> Callable[..., Callable]:
         return functools.partial(type(self).make_train, **self.train_kwargs(), extensions=self.extensions)
 
-    def check_budget(self, n_timesteps: int) -> None:
-        """Warn when an off-policy agent's learning_starts leaves no update in the budget."""
+    def check_budget(self, end_timestep: int) -> None:
+        """Warn when an off-policy agent's learning_starts leaves no update in the call."""
         learning_starts = getattr(self.agent_config, "learning_starts", None)
-        if learning_starts is not None and learning_starts >= n_timesteps:
+        if learning_starts is not None and learning_starts >= end_timestep:
             warnings.warn(
-                f"learning_starts={learning_starts} is not below n_timesteps={n_timesteps}: {self.name} will "
-                "act uniformly at random and never update. Lower learning_starts or raise n_timesteps.",
+                f"learning_starts={learning_starts} is not below the call's end ({end_timestep} timesteps): "
+                f"{self.name} will act uniformly at random and never update. Lower learning_starts or train longer.",
                 stacklevel=3,
             )
 
@@ -169,7 +169,7 @@ class ActorCritic:
                 f"total_timesteps ({horizon}) is the run's horizon and cannot precede this call's end ({end})."
             )
         if n_timesteps:
-            self.check_budget(n_timesteps)
+            self.check_budget(end)
         if logging_config is not None:
             if end // logging_config.log_frequency == start // logging_config.log_frequency:
                 warnings.warn(
@@ -202,9 +202,9 @@ class ActorCritic:
 
     def _program(self, run: RunSettings, resumed: bool) -> Callable:
         """The jitted, seed-vmapped run, built once per distinct call shape."""
-        cache_key = (run, resumed)
+        one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
+        cache_key = (one_seed.cache_key, resumed)
         if cache_key not in self._programs:
-            one_seed = self.get_make_train()(run=run)
             if resumed:
 
                 def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:

@@ -13,9 +13,11 @@ this order on every iteration:
                     aux = the update's metrics, filled with NaN
                 evaluate and log every log_frequency steps
 
-Budgets: off-policy runs `budget // n_envs` ticks; on-policy runs the rollouts that start
-at or before the call's end, `budget // (n_envs * n_steps) + 1` on a fresh run, so a run
-always makes one rollout more than the budget holds.
+Budgets: off-policy runs `budget // n_envs` ticks. On-policy runs the rollouts that start
+before the call's end and, in the call that reaches the run's horizon, the one starting
+there too: `budget // (n_envs * n_steps) + 1` on a fresh run, so a run always makes one
+rollout more than the budget holds, and a run split into calls at any timesteps makes the
+same rollouts as one call.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ class TrainLoop:
             return when(learning, self._updated(update), state, transition)
 
         start, end, n = self.run.start_timestep, self.run.end_timestep, env_args.n_envs
-        return self.train(init, step, end // n - start // n)
+        return self.train(init, step, end // n - start // n, steps_per_iteration=n)
 
     def on_policy(
         self,
@@ -190,8 +192,10 @@ class TrainLoop:
 
         per_rollout = n_steps * env_args.n_envs
         start, end = self.run.start_timestep, self.run.end_timestep
-        first = -(-start // per_rollout)
-        return self.train(init, step, end // per_rollout - first + 1 if end > start else 0)
+        rollouts = -(-end // per_rollout) - -(-start // per_rollout)  # those starting in [start, end)
+        if end == self.run.total_timesteps and end % per_rollout == 0:
+            rollouts += 1  # the horizon's own rollout
+        return self.train(init, step, rollouts if end > start else 0, steps_per_iteration=per_rollout)
 
     def _updated(self, update: Update) -> Update:
         """The update, then the counter and the extensions' post_update fold."""
@@ -208,8 +212,13 @@ class TrainLoop:
         init: Callable[[jax.Array], BaseAgentState],
         step: Callable[[BaseAgentState], tuple[BaseAgentState, Any]],
         num_iterations: int,
+        steps_per_iteration: int,
     ) -> OneSeedTrain:
-        """The run of one seed: `num_iterations` of `step`, each followed by the logging gate."""
+        """The run of one seed: `num_iterations` of `step`, each followed by the logging gate.
+
+        The returned function's `cache_key` holds everything of the run settings its program
+        depends on, so calls that differ only in where they start share one program.
+        """
         if num_iterations < 0:
             raise ValueError("A call cannot end before it starts.")
         log_frequency = self.run.log_frequency
@@ -219,7 +228,9 @@ class TrainLoop:
                 state, _ = step(carry.state)
                 return carry.replace(state=state)
 
-            return build_resumable_train(self.fresh_state(init), iteration, num_iterations)
+            train = build_resumable_train(self.fresh_state(init), iteration, num_iterations)
+            train.cache_key = (num_iterations, self.run.total_timesteps)
+            return train
 
         def metrics(state: BaseAgentState, key: jax.Array, aux: Any) -> dict[str, jax.Array]:
             return {
@@ -243,7 +254,11 @@ class TrainLoop:
             )
             return carry.replace(state=state, rows=rows)
 
-        count = n_rows(self.run.start_timestep, self.run.end_timestep, log_frequency)
+        # One slot per evaluation the iterations can reach: they may end past the call's end
+        # (a whole last rollout), never past the horizon.
+        start = self.run.start_timestep
+        reached = min(start + num_iterations * steps_per_iteration, self.run.total_timesteps)
+        count = n_rows(start, reached, log_frequency)
         fresh_state = self.fresh_state(init)
 
         def rows_for(state: BaseAgentState) -> dict[str, jax.Array]:
@@ -257,4 +272,5 @@ class TrainLoop:
             state = fresh_state(key) if initial_state is None else initial_state
             return build_resumable_train(lambda _: state, iteration, num_iterations, lambda: rows_for(state))(key)
 
+        train.cache_key = (num_iterations, self.run.total_timesteps, log_frequency, self.run.num_episode_test, count)
         return train

@@ -1,0 +1,390 @@
+"""The `ajax` command line: train a registered agent on an environment id and keep what the run produced.
+
+`ajax train AGENT ENV_ID` trains every seed as one compiled program. The run is cut into equal chunks so
+that a progress bar can move between them from Python: nothing is called back from inside the compiled
+program. A chunked run is the same run as one uninterrupted call, because every chunk resumes from the
+state the previous one returned and keeps the run's horizon for its schedules.
+
+The run folder gets `config.json`, `evaluations.jsonl`, `evaluations.csv` and `learning_curve.png`, so a
+run can be inspected, compared and plotted again without rerunning it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from ajax.agents.base import ActorCritic
+
+EVAL_RETURN = "Eval/episodic mean reward"
+"""The metric the summary table and the learning curve report."""
+
+N_CHUNKS = 20
+"""How many times the progress bar moves: each chunk costs a trip out of the compiled program."""
+
+Row = dict[str, Any]
+
+
+# Arguments ------------------------------------------------------------------------------------------------
+def _positive_int(text: str) -> int:
+    """An argparse type: counts of seeds, steps and envs below 1 make no run, so refuse them up front."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `ajax` parser; subcommands keep room for more than `train` without breaking scripts."""
+    parser = argparse.ArgumentParser(
+        prog="ajax", description="Reinforcement-learning agents whose whole training run is one compiled JAX program."
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    train = commands.add_parser(
+        "train",
+        help="train an agent on an environment and write the run's results to a folder",
+        description="Train AGENT on ENV_ID for every seed 0..N-1 and write config.json, evaluations.jsonl, "
+        "evaluations.csv and learning_curve.png to the run folder.",
+    )
+    train.add_argument("agent", metavar="AGENT", help="agent name, e.g. DQN, PPO or SAC")
+    train.add_argument("env_id", metavar="ENV_ID", help="environment id, e.g. CartPole-v1 or Pendulum-v1")
+    train.add_argument("--seeds", type=_positive_int, default=1, help="train seeds 0..N-1 (default: 1)")
+    train.add_argument(
+        "--timesteps", type=_positive_int, default=100_000, help="environment steps per seed (default: 100000)"
+    )
+    train.add_argument("--n-envs", type=_positive_int, default=None, help="parallel envs (default: the agent's)")
+    train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<AGENT>-<ENV_ID>-<timestamp>)")
+    train.add_argument(
+        "--log-frequency",
+        type=_positive_int,
+        default=None,
+        help="evaluate every F environment steps (default: timesteps // 20)",
+    )
+    train.add_argument(
+        "--num-episode-test",
+        type=_positive_int,
+        default=None,
+        help="episodes per evaluation (default: the library's)",
+    )
+    return parser
+
+
+# Training in chunks ---------------------------------------------------------------------------------------
+def chunk_targets(total: int, log_frequency: int, rollout: int | None = None, n_chunks: int = N_CHUNKS) -> list[int]:
+    """The timesteps each chunk trains up to: about `n_chunks` equal chunks, the last ending at `total`.
+
+    Off-policy chunks are a whole number of evaluation periods where the budget allows, so that every
+    chunk evaluates; only the last one may be shorter.
+
+    An on-policy agent runs every `rollout` (n_steps * n_envs) that starts at or before a call's end, but a
+    call keeps evaluation slots only for the multiples of `log_frequency` up to its nominal end, so an
+    evaluation made by the rollout past that end can be dropped. Its chunks therefore hold `k` whole
+    rollouts and end one step before a rollout boundary; when `log_frequency` is not below a rollout,
+    `k` is lowered until no chunk's last rollout ends on a multiple of `log_frequency` (k = 1 always
+    qualifies). The last chunk starts before `total`, so that it makes the extra rollout that one
+    uninterrupted call makes.
+    """
+    if rollout is None:
+        size = max(1, total // n_chunks)
+        size = max(log_frequency, size - size % log_frequency) if log_frequency <= total else total
+        return [*range(size, total, size), total]
+
+    def drops_an_evaluation(k: int) -> bool:
+        step = k * rollout
+        return log_frequency >= rollout and any(
+            j * step % log_frequency == 0 for j in range(1, (total - 1) // step + 1)
+        )
+
+    k = max(1, round(total / n_chunks / rollout))
+    while k > 1 and drops_an_evaluation(k):
+        k -= 1
+    step = k * rollout
+    return [*(end - 1 for end in range(step, total, step)), total]
+
+
+def rollout_size(agent: ActorCritic) -> int | None:
+    """Env steps per on-policy rollout (an agent with `n_steps`); None for an off-policy agent."""
+    n_steps = getattr(getattr(agent, "agent_config", None), "n_steps", None)
+    return None if n_steps is None else int(n_steps) * int(agent.env_args.n_envs)
+
+
+def train_in_chunks(
+    agent: ActorCritic,
+    seeds: Sequence[int],
+    total: int,
+    log_frequency: int,
+    num_episode_test: int | None = None,
+) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """Train `total` steps per seed, yielding `(timestep, evaluations)` after each chunk.
+
+    The untrained state comes from a zero-step call so that every chunk is a resumed call of the same
+    shape: the resumed program compiles once and later chunks load it from the compile cache. Each
+    chunk trains to its target with the run's horizon, which makes the whole equal to one call.
+    """
+    from ajax.logging.wandb_logging import LoggingConfig
+
+    logging_config = LoggingConfig(log_frequency=log_frequency)
+    extra = {} if num_episode_test is None else {"num_episode_test": num_episode_test}
+    state, _ = agent.train(seed=list(seeds), n_timesteps=0, total_timesteps=total)
+    for target in chunk_targets(total, log_frequency, rollout_size(agent)):
+        current = int(state.collector_state.timestep[0])
+        if current >= target:  # an on-policy rollout already overshot this chunk's end
+            continue
+        with warnings.catch_warnings():
+            # Both warnings judge one chunk as if it were the run: the run's own budget was checked once.
+            warnings.filterwarnings("ignore", message="learning_starts=", category=UserWarning)
+            warnings.filterwarnings("ignore", message="log_frequency=", category=UserWarning)
+            state, evaluations = agent.train(
+                seed=list(seeds),
+                n_timesteps=target - current,
+                logging_config=logging_config,
+                initial_state=state,
+                total_timesteps=total,
+                **extra,
+            )
+        rows = {name: np.asarray(values) for name, values in (evaluations or {}).items()}
+        yield int(state.collector_state.timestep[0]), rows
+
+
+def budget_warnings(agent: ActorCritic, total: int) -> list[str]:
+    """The agent's warnings about the whole run's budget, as text to print once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent.check_budget(total)
+    return [str(warning.message) for warning in caught]
+
+
+# Results --------------------------------------------------------------------------------------------------
+def _number(value: Any) -> float | None:
+    """A metric as JSON can hold it: NaN (a metric not yet defined, e.g. a loss before learning) is None."""
+    # A float32's shortest repr (9.6, not 9.600000381469727) reads back to the same float32.
+    number = float(str(value)) if isinstance(value, np.floating) else float(value)
+    return None if math.isnan(number) else number
+
+
+def evaluation_rows(chunks: Sequence[dict[str, np.ndarray]], seeds: Sequence[int]) -> list[Row]:
+    """One row per seed per evaluation, by seed then timestep; unfilled slots (timestep -1) are dropped."""
+    rows: list[Row] = []
+    for index, seed in enumerate(seeds):
+        for chunk in chunks:
+            if "timestep" not in chunk:
+                continue
+            metrics = sorted(name for name in chunk if name != "timestep")
+            timesteps = chunk["timestep"][index]
+            for slot in np.flatnonzero(timesteps >= 0):
+                row: Row = {"seed": int(seed), "timestep": int(timesteps[slot])}
+                row.update({name: _number(chunk[name][index, slot]) for name in metrics})
+                rows.append(row)
+    return rows
+
+
+def final_returns(rows: Sequence[Row], seeds: Sequence[int]) -> dict[int, tuple[int, float] | None]:
+    """Each seed's last filled evaluation return and its timestep; None for a seed never evaluated."""
+    finals: dict[int, tuple[int, float] | None] = {int(seed): None for seed in seeds}
+    for row in rows:
+        if row.get(EVAL_RETURN) is not None:
+            finals[row["seed"]] = (row["timestep"], row[EVAL_RETURN])
+    return finals
+
+
+def write_config(path: Path, agent_config: dict[str, Any], cli_arguments: dict[str, Any]) -> None:
+    """The agent's settings and the command's, so a run can be told apart and repeated."""
+    config = {**agent_config, "cli": cli_arguments}
+    path.write_text(json.dumps(config, indent=2, default=str) + "\n")
+
+
+def write_jsonl(path: Path, rows: Sequence[Row]) -> None:
+    with path.open("w") as file:
+        for row in rows:
+            file.write(json.dumps(row) + "\n")
+
+
+def write_csv(path: Path, rows: Sequence[Row]) -> None:
+    """The same rows as the JSON lines, for spreadsheets and pandas; an undefined metric is an empty cell."""
+    metrics = sorted({name for row in rows for name in row} - {"seed", "timestep"})
+    with path.open("w", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=["seed", "timestep", *metrics], restval="")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({name: "" if value is None else value for name, value in row.items()})
+
+
+def plot_learning_curve(path: Path, rows: Sequence[Row], title: str) -> bool:
+    """The mean evaluation return over seeds with its min-max band; False when nothing was evaluated.
+
+    Drawn on an Agg canvas without pyplot, so it needs no display and leaves no global figure behind.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    by_timestep: dict[int, list[float]] = {}
+    for row in rows:
+        if row.get(EVAL_RETURN) is not None:
+            by_timestep.setdefault(row["timestep"], []).append(row[EVAL_RETURN])
+    if not by_timestep:
+        return False
+    timesteps = np.array(sorted(by_timestep))
+    values = [np.asarray(by_timestep[t]) for t in timesteps]
+    mean = np.array([v.mean() for v in values])
+    low = np.array([v.min() for v in values])
+    high = np.array([v.max() for v in values])
+    n_seeds = max(len(v) for v in values)
+
+    figure = Figure(figsize=(7, 4.5), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.plot(timesteps, mean, marker="o", markersize=3, label=f"mean over {n_seeds} seed{'s' * (n_seeds > 1)}")
+    if n_seeds > 1:
+        axes.fill_between(timesteps, low, high, alpha=0.25, label="min-max over seeds")
+    axes.set_xlabel("environment steps")
+    axes.set_ylabel("evaluation episodic return")
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    axes.legend(loc="best")
+    figure.savefig(path, dpi=120)
+    return True
+
+
+def summary_table(finals: dict[int, tuple[int, float] | None], title: str) -> Table:
+    """Each seed's final evaluation return, then their mean ± std: the number a run is judged by."""
+    table = Table(title=title)
+    table.add_column("Seed", justify="right")
+    table.add_column("Timestep", justify="right")
+    table.add_column("Final eval return", justify="right")
+    for seed, final in finals.items():
+        if final is None:
+            table.add_row(str(seed), "-", "not evaluated")
+        else:
+            table.add_row(str(seed), str(final[0]), f"{final[1]:.2f}")
+    returns = np.array([final[1] for final in finals.values() if final is not None])
+    if returns.size:
+        table.add_section()
+        table.add_row("mean ± std", "", f"{returns.mean():.2f} ± {returns.std():.2f}")
+    return table
+
+
+# The command ----------------------------------------------------------------------------------------------
+def _default_out(agent: str, env_id: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    safe_env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env_id)
+    return Path("runs") / f"{agent}-{safe_env}-{stamp}"
+
+
+def _resolve_agent(name: str, names: Sequence[str]) -> str | None:
+    """The registered name for `name`, ignoring case since `ppo` can only mean PPO."""
+    matches = [known for known in names if known.lower() == name.lower()]
+    return matches[0] if matches else None
+
+
+def train_command(args: argparse.Namespace, console: Console) -> int:
+    """`ajax train`: build the agent (refusing bad names cleanly), train in chunks, write and summarise."""
+    from ajax.agents.registry import AGENTS
+
+    agent_name = _resolve_agent(args.agent, list(AGENTS))
+    if agent_name is None:
+        print(f"Unknown agent {args.agent!r}. Available agents: {', '.join(AGENTS)}.", file=sys.stderr)
+        return 2
+    total = int(args.timesteps)
+    log_frequency = int(args.log_frequency) if args.log_frequency is not None else max(1, total // N_CHUNKS)
+    if log_frequency > total:
+        print(
+            f"--log-frequency ({log_frequency}) exceeds --timesteps ({total}): the run would never evaluate.",
+            file=sys.stderr,
+        )
+        return 2
+    agent_kwargs = {} if args.n_envs is None else {"n_envs": int(args.n_envs)}
+    try:
+        agent = AGENTS[agent_name](args.env_id, **agent_kwargs)
+    except ValueError as error:  # unknown env id, wrong action space, bad setting: the message says the fix
+        print(f"Cannot train {agent_name} on {args.env_id!r}: {error}", file=sys.stderr)
+        return 2
+
+    seeds = list(range(int(args.seeds)))
+    out = Path(args.out) if args.out is not None else _default_out(agent_name, args.env_id)
+    out.mkdir(parents=True, exist_ok=True)
+    cli_arguments = {
+        "agent": agent_name,
+        "env_id": args.env_id,
+        "seeds": len(seeds),
+        "timesteps": total,
+        "n_envs": args.n_envs,
+        "log_frequency": log_frequency,
+        "num_episode_test": args.num_episode_test,
+        "out": str(out),
+    }
+    write_config(out / "config.json", agent.config, cli_arguments)
+    for message in budget_warnings(agent, total):
+        console.print(f"[yellow]Warning:[/] {message}", markup=True, highlight=False)
+
+    chunks: list[dict[str, np.ndarray]] = []
+    interrupted = False
+    started = time.perf_counter()
+    progress = Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("steps"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    with progress:
+        task = progress.add_task(f"{agent_name} on {args.env_id} ({len(seeds)} seeds)", total=total)
+        try:
+            for timestep, evaluations in train_in_chunks(agent, seeds, total, log_frequency, args.num_episode_test):
+                chunks.append(evaluations)
+                progress.update(task, completed=min(timestep, total))
+        except KeyboardInterrupt:  # keep what the finished chunks evaluated
+            interrupted = True
+    wall_time = time.perf_counter() - started
+
+    rows = evaluation_rows(chunks, seeds)
+    write_jsonl(out / "evaluations.jsonl", rows)
+    write_csv(out / "evaluations.csv", rows)
+    title = f"{agent_name} on {args.env_id}"
+    plotted = plot_learning_curve(out / "learning_curve.png", rows, title)
+
+    console.print(summary_table(final_returns(rows, seeds), f"{title}: final evaluation return"))
+    console.print(f"Wall time: {wall_time:.1f} s (compilation included)", highlight=False)
+    if not plotted:
+        console.print("No evaluation finished: learning_curve.png was not written.", highlight=False)
+    console.print(f"Run folder: {out}", highlight=False)
+    if interrupted:
+        console.print("[yellow]Interrupted:[/] the files hold the evaluations of the finished chunks.")
+        return 130
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The `ajax` console script; returns the exit status instead of exiting, so it can be called in-process."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help, or a usage error argparse has already printed
+        return exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    return train_command(args, Console())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
