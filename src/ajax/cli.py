@@ -88,36 +88,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Training in chunks ---------------------------------------------------------------------------------------
-def chunk_targets(total: int, log_frequency: int, rollout: int | None = None, n_chunks: int = N_CHUNKS) -> list[int]:
+def chunk_targets(total: int, quantum: int, n_chunks: int = N_CHUNKS) -> list[int]:
     """The timesteps each chunk trains up to: about `n_chunks` equal chunks, the last ending at `total`.
 
-    Off-policy chunks are a whole number of evaluation periods where the budget allows, so that every
-    chunk evaluates; only the last one may be shorter.
-
-    An on-policy agent runs every `rollout` (n_steps * n_envs) that starts at or before a call's end, but a
-    call keeps evaluation slots only for the multiples of `log_frequency` up to its nominal end, so an
-    evaluation made by the rollout past that end can be dropped. Its chunks therefore hold `k` whole
-    rollouts and end one step before a rollout boundary; when `log_frequency` is not below a rollout,
-    `k` is lowered until no chunk's last rollout ends on a multiple of `log_frequency` (k = 1 always
-    qualifies). The last chunk starts before `total`, so that it makes the extra rollout that one
-    uninterrupted call makes.
+    Every chunk but the last is a whole number of `quantum` steps (an on-policy rollout, or an
+    evaluation period): equal chunks make equal calls, which share one compiled program. Where the
+    chunks fall does not change the run: a run split into calls anywhere is the run of one call.
     """
-    if rollout is None:
-        size = max(1, total // n_chunks)
-        size = max(log_frequency, size - size % log_frequency) if log_frequency <= total else total
-        return [*range(size, total, size), total]
-
-    def drops_an_evaluation(k: int) -> bool:
-        step = k * rollout
-        return log_frequency >= rollout and any(
-            j * step % log_frequency == 0 for j in range(1, (total - 1) // step + 1)
-        )
-
-    k = max(1, round(total / n_chunks / rollout))
-    while k > 1 and drops_an_evaluation(k):
-        k -= 1
-    step = k * rollout
-    return [*(end - 1 for end in range(step, total, step)), total]
+    size = max(quantum, round(total / n_chunks / quantum) * quantum)
+    return [*range(size, total, size), total]
 
 
 def rollout_size(agent: ActorCritic) -> int | None:
@@ -144,7 +123,7 @@ def train_in_chunks(
     logging_config = LoggingConfig(log_frequency=log_frequency)
     extra = {} if num_episode_test is None else {"num_episode_test": num_episode_test}
     state, _ = agent.train(seed=list(seeds), n_timesteps=0, total_timesteps=total)
-    for target in chunk_targets(total, log_frequency, rollout_size(agent)):
+    for target in chunk_targets(total, rollout_size(agent) or min(log_frequency, total)):
         current = int(state.collector_state.timestep[0])
         if current >= target:  # an on-policy rollout already overshot this chunk's end
             continue

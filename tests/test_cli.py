@@ -1,0 +1,156 @@
+"""The `ajax` command line: a tiny real run writes what it promises, and bad names fail cleanly with exit 2."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ajax.cli import chunk_targets, main
+
+SEEDS = 2
+TIMESTEPS = 4000
+LOG_FREQUENCY = 1000  # four chunks: each chunk is a trip out of the compiled program
+EVAL = "Eval/episodic mean reward"
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    """One real DQN run shared by the tests that read its output: (exit status, stdout, run folder)."""
+    out = tmp_path_factory.mktemp("cli") / "run"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        status = main(
+            [
+                "train",
+                "DQN",
+                "CartPole-v1",
+                "--timesteps",
+                str(TIMESTEPS),
+                "--n-envs",
+                "4",
+                "--seeds",
+                str(SEEDS),
+                "--log-frequency",
+                str(LOG_FREQUENCY),
+                "--out",
+                str(out),
+            ]
+        )
+    return status, stdout.getvalue(), out
+
+
+def _jsonl(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "evaluations.jsonl").read_text().splitlines()]
+
+
+def test_run_writes_config_evaluations_and_curve(tiny_run):
+    status, _, out = tiny_run
+    assert status == 0
+
+    config = json.loads((out / "config.json").read_text())
+    assert config["algo_name"] == "DQN"
+    assert config["env_id"] == "CartPole-v1"
+    assert config["n_envs"] == 4
+    assert config["cli"]["seeds"] == SEEDS and config["cli"]["log_frequency"] == LOG_FREQUENCY
+
+    rows = _jsonl(out)
+    expected_timesteps = list(range(LOG_FREQUENCY, TIMESTEPS + 1, LOG_FREQUENCY))
+    for seed in range(SEEDS):
+        assert [row["timestep"] for row in rows if row["seed"] == seed] == expected_timesteps
+    assert all(isinstance(row[EVAL], float) and row[EVAL] > 0 for row in rows)
+    assert {"Eval/mean episodic length", "Train/episodic mean reward"} <= set(rows[0])
+
+    with (out / "evaluations.csv").open(newline="") as file:
+        reader = csv.DictReader(file)
+        assert reader.fieldnames[:2] == ["seed", "timestep"] and EVAL in reader.fieldnames
+        csv_rows = list(reader)
+    assert [(int(r["seed"]), int(r["timestep"])) for r in csv_rows] == [(r["seed"], r["timestep"]) for r in rows]
+    assert [float(r[EVAL]) for r in csv_rows] == [r[EVAL] for r in rows]
+
+    png = (out / "learning_curve.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 5_000
+
+
+def test_run_prints_each_seeds_final_return(tiny_run):
+    _, stdout, out = tiny_run
+    finals = {row["seed"]: row[EVAL] for row in _jsonl(out) if row["timestep"] == TIMESTEPS}
+    assert len(finals) == SEEDS
+    table = [[cell.strip() for cell in line.split("│")[1:-1]] for line in stdout.splitlines() if "│" in line]
+    for seed, value in finals.items():
+        assert [str(seed), str(TIMESTEPS), f"{value:.2f}"] in table, stdout
+    values = np.array(list(finals.values()))
+    assert f"{values.mean():.2f} ± {values.std():.2f}" in stdout
+    assert "Wall time" in stdout
+
+
+def test_chunked_run_equals_one_call(tiny_run):
+    """The CLI trains in chunks for its progress bar; the evaluations must be those of one train() call."""
+    from ajax.agents.registry import AGENTS
+    from ajax.logging.wandb_logging import LoggingConfig
+
+    _, _, out = tiny_run
+    agent = AGENTS["DQN"]("CartPole-v1", n_envs=4)
+    _, evaluations = agent.train(
+        seed=list(range(SEEDS)),
+        n_timesteps=TIMESTEPS,
+        logging_config=LoggingConfig(log_frequency=LOG_FREQUENCY),
+        total_timesteps=TIMESTEPS,
+    )
+    rows = _jsonl(out)
+    for seed in range(SEEDS):
+        filled = np.asarray(evaluations["timestep"][seed]) >= 0
+        mine = [row for row in rows if row["seed"] == seed]
+        np.testing.assert_array_equal(
+            [row["timestep"] for row in mine], np.asarray(evaluations["timestep"][seed])[filled]
+        )
+        np.testing.assert_array_equal(
+            np.array([row[EVAL] for row in mine], np.float32), np.asarray(evaluations[EVAL][seed])[filled]
+        )
+
+
+def test_chunk_targets_end_at_the_budget():
+    assert chunk_targets(2000, 100) == list(range(100, 2001, 100))
+    assert chunk_targets(2000, 300) == [300, 600, 900, 1200, 1500, 1800, 2000]
+    assert chunk_targets(256, 64) == [64, 128, 192, 256]
+    assert chunk_targets(100_000, 8192) == [8192 * k for k in range(1, 13)] + [100_000]
+    assert chunk_targets(10, 64) == [10]
+
+
+def test_unknown_agent_lists_the_agents(tmp_path, capsys):
+    assert main(["train", "DQNN", "CartPole-v1", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "DQNN" in err and all(name in err for name in ("DQN", "PPO", "SAC"))
+    assert not (tmp_path / "run").exists()
+
+
+def test_unknown_env_names_a_close_match(tmp_path, capsys):
+    assert main(["train", "DQN", "CartPole-v2", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "CartPole-v2" in err and "Closest ids: CartPole-v1" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_discrete_env_for_sac_is_refused(tmp_path, capsys):
+    assert main(["train", "SAC", "CartPole-v1", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "continuous" in err and "discrete" in err and "Pendulum-v1" in err
+
+
+def test_bad_numbers_are_usage_errors(capsys):
+    assert main(["train", "DQN", "CartPole-v1", "--seeds", "0"]) == 2
+    assert "positive integer" in capsys.readouterr().err
+    assert main(["train", "DQN", "CartPole-v1", "--timesteps", "10", "--log-frequency", "20"]) == 2
+    assert "never evaluate" in capsys.readouterr().err
+
+
+def test_no_subcommand_prints_help(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "usage: ajax" in out and "train" in out
