@@ -1,0 +1,74 @@
+"""The persistent compile cache: where it lives, how it is switched off, how it is pruned."""
+
+import os
+import subprocess
+import sys
+import time
+
+import jax
+import jaxlib
+
+from ajax import _compile_cache
+
+
+def run_python(code: str, **env: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu", **env},
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_import_points_jax_at_a_per_version_subdirectory(tmp_path):
+    out = run_python(
+        "import ajax, jax; print(jax.config.jax_compilation_cache_dir)",
+        AJAX_JAX_COMPILE_CACHE_DIR=str(tmp_path),
+        AJAX_NO_COMPILE_CACHE="",
+    )
+    assert out.startswith(str(tmp_path))
+    name = os.path.basename(out)
+    assert f"jax{jax.__version__}" in name and f"jaxlib{jaxlib.__version__}" in name
+    assert "py{}.{}".format(*sys.version_info[:2]) in name
+    assert name == _compile_cache.cache_subdirectory()
+
+
+def test_the_cache_can_be_switched_off(tmp_path):
+    out = run_python(
+        "import ajax, jax; print(jax.config.jax_compilation_cache_dir)",
+        AJAX_JAX_COMPILE_CACHE_DIR=str(tmp_path),
+        AJAX_NO_COMPILE_CACHE="1",
+    )
+    assert out == "None"
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_second_process_loads_the_program_from_the_cache(tmp_path):
+    code = (
+        "import collections, jax, ajax\n"
+        "events = collections.Counter()\n"
+        "jax.monitoring.register_event_listener(lambda name, **kw: events.update([name]))\n"
+        "from ajax import DQN\n"
+        "agent = DQN('CartPole-v1', architecture=('8', 'relu'), learning_starts=10, batch_size=8, buffer_size=100)\n"
+        "agent.train(seed=0, n_timesteps=50)\n"
+        "print(events['/jax/compilation_cache/cache_hits'], events['/jax/compilation_cache/cache_misses'])\n"
+    )
+    env = dict(AJAX_JAX_COMPILE_CACHE_DIR=str(tmp_path), AJAX_NO_COMPILE_CACHE="")
+    hits, misses = map(int, run_python(code, **env).split())
+    assert hits == 0 and misses >= 1  # a fresh cache: the run compiles and stores its program
+    hits, misses = map(int, run_python(code, **env).split())
+    assert hits >= 1 and misses == 0  # a second process loads every program it needs
+
+
+def test_prune_deletes_least_recently_used_first(tmp_path):
+    now = time.time()
+    for index in range(4):
+        path = tmp_path / f"entry{index}"
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (now - 100 * (4 - index), now - 100 * (4 - index)))  # entry0 is the oldest
+    removed = _compile_cache.prune(tmp_path, max_bytes=250)
+    assert sorted(p.name for p in removed) == ["entry0", "entry1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry2", "entry3"]
