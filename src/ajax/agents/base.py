@@ -9,6 +9,7 @@ the seeds, waits, and returns `(state, evaluations)`: every leaf with a leading 
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -31,6 +32,16 @@ def run_config(arguments: dict[str, Any], name: str, exclude: Sequence[str] = ()
     config = {key: value for key, value in arguments.items() if key not in dropped}
     config["algo_name"] = name
     return config
+
+
+def shared_arguments(config: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    """The arguments `ActorCritic.__init__` takes, read from an agent's run config.
+
+    Every agent forwards its base arguments the same way; `overrides` name the ones an agent
+    spells differently (DQN's single `learning_rate` and `architecture`).
+    """
+    names = [name for name in inspect.signature(ActorCritic.__init__).parameters if name != "self"]
+    return {name: overrides[name] if name in overrides else config[name] for name in names}
 
 
 def _seeds(seed: int | Sequence[int]) -> list[int]:

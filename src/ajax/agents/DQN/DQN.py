@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
 from ajax.buffers import ReplayBuffer
@@ -49,18 +49,13 @@ class DQN(ActorCritic):
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(
-            env_id,
-            n_envs=n_envs,
-            actor_learning_rate=learning_rate,
-            critic_learning_rate=learning_rate,
-            actor_architecture=architecture,
-            critic_architecture=architecture,
-            max_grad_norm=max_grad_norm,
-            episode_length=episode_length,
-            action_repeat=action_repeat,
-            env_params=env_params,
-            extensions=extensions,
-            memory=memory,
+            **shared_arguments(
+                self.config,
+                actor_learning_rate=learning_rate,
+                critic_learning_rate=learning_rate,
+                actor_architecture=architecture,
+                critic_architecture=architecture,
+            )
         )
         if learning_starts < 0 or target_update_interval < 1:
             raise ValueError("learning_starts must be >= 0 and target_update_interval >= 1.")

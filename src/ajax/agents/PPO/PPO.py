@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
 from ajax.agents.PPO.state import PPOConfig
 from ajax.agents.PPO.train_PPO import make_train
 from ajax.extensions import LOOP_PHASES, Extension
@@ -52,20 +52,7 @@ class PPO(ActorCritic):
         memory: Any = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
-        super().__init__(
-            env_id,
-            n_envs=n_envs,
-            actor_learning_rate=actor_learning_rate,
-            critic_learning_rate=critic_learning_rate,
-            actor_architecture=actor_architecture,
-            critic_architecture=critic_architecture,
-            max_grad_norm=max_grad_norm,
-            episode_length=episode_length,
-            action_repeat=action_repeat,
-            env_params=env_params,
-            extensions=extensions,
-            memory=memory,
-        )
+        super().__init__(**shared_arguments(self.config))
         if n_steps < 1 or n_epochs < 1 or batch_size < 1:
             raise ValueError("n_steps, n_epochs and batch_size must be positive integers.")
         rollout = n_steps * n_envs

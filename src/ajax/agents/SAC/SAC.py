@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
 from ajax.agents.SAC.state import SACConfig
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
@@ -52,20 +52,7 @@ class SAC(ActorCritic):
         memory: Any = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
-        super().__init__(
-            env_id,
-            n_envs=n_envs,
-            actor_learning_rate=actor_learning_rate,
-            critic_learning_rate=critic_learning_rate,
-            actor_architecture=actor_architecture,
-            critic_architecture=critic_architecture,
-            max_grad_norm=max_grad_norm,
-            episode_length=episode_length,
-            action_repeat=action_repeat,
-            env_params=env_params,
-            extensions=extensions,
-            memory=memory,
-        )
+        super().__init__(**shared_arguments(self.config))
         if not alpha_init > 0 or not alpha_learning_rate > 0:
             raise ValueError("alpha_init and alpha_learning_rate must be positive.")
         if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0:
