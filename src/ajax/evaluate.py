@@ -15,6 +15,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from flax import serialization
 
 from ajax.environments.interaction import reset_envs, step_envs
 from ajax.state import BaseAgentState, EnvironmentConfig
@@ -85,8 +86,6 @@ def discounted_returns(reward: jax.Array, done: jax.Array, gamma: float) -> jax.
 
 def flatten_metrics(aux: Any) -> dict[str, jax.Array]:
     """An update's metrics, nested one level, as "group/name" (TD3's value/critic_loss)."""
-    from flax import serialization
-
     flat: dict[str, jax.Array] = {}
     tree = serialization.to_state_dict(aux) if aux is not None else {}
     for group, values in (tree or {}).items():

@@ -13,7 +13,6 @@ or NaN.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -77,7 +76,3 @@ def evaluate_and_log(
         return state.replace(n_logs=state.n_logs + 1), rows
 
     return jax.lax.cond(due, log, lambda operands: operands, (state, rows))
-
-
-def metric_template(metrics_fn: Callable[..., dict[str, Any]], *args: Any) -> dict[str, jax.ShapeDtypeStruct]:
-    return jax.eval_shape(metrics_fn, *args)

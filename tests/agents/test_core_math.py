@@ -61,7 +61,7 @@ def test_soft_q_target_bootstraps_at_a_time_limit_and_stops_at_a_terminal():
 
 def test_soft_policy_and_temperature_losses():
     assert float(soft_policy_loss(0.5, jnp.array([-1.0, -3.0]), jnp.array([2.0, 4.0]))) == pytest.approx(-4.0)
-    # J(alpha) = -log_alpha * mean(log_prob + target) = -2 * (-1 + -1) = 4 ... with target -1
+    # J = -log_alpha * mean(log_prob + target) = -2 * mean(0 - 1, -2 - 1) = -2 * -2 = 4
     loss = temperature_loss(jnp.asarray(2.0), jnp.array([0.0, -2.0]), -1.0)
     assert float(loss) == pytest.approx(4.0)
     grad = jax.grad(temperature_loss)(jnp.asarray(0.0), jnp.array([-3.0]), -1.0)
@@ -112,3 +112,23 @@ def test_linear_schedule():
     np.testing.assert_allclose([at(ramp, t) for t in (0, 50, 100, 200)], [1.0, 0.5, 0.0, 0.0], atol=1e-6)
     assert float(at(0.3, 7)) == pytest.approx(0.3)
     assert hash(linear(1.0, 0.0, 100)) == hash(ramp)
+
+
+def test_epsilon_greedy_and_gaussian_exploration():
+    from ajax.environments.interaction import epsilon_greedy, gaussian_exploration
+
+    q = jnp.tile(jnp.array([0.0, 1.0, 0.5]), (2000, 1))
+    key = jax.random.PRNGKey(0)
+    greedy = epsilon_greedy(0.0)(q, key, jnp.asarray(0))
+    assert np.all(greedy == 1)
+    # Epsilon 1 at step 0, falling to 0 by step 10: uniform at first (each action ~1/3).
+    ramp = linear(1.0, 0.0, 10)
+    counts = np.bincount(np.asarray(epsilon_greedy(ramp)(q, key, jnp.asarray(0))), minlength=3) / 2000
+    np.testing.assert_allclose(counts, [1 / 3] * 3, atol=0.05)
+    assert np.all(epsilon_greedy(ramp)(q, key, jnp.asarray(10)) == 1)
+
+    action = jnp.full((5000, 1), 0.9)
+    noisy = gaussian_exploration(0.1)(action, key, jnp.asarray(0))
+    assert float(jnp.max(noisy)) <= 1.0  # clipped to the agent's box
+    assert float(jnp.std(noisy)) == pytest.approx(0.1 * 0.84, abs=0.02)  # clipping trims the upper tail
+    np.testing.assert_array_equal(gaussian_exploration(0.0)(action, key, jnp.asarray(0)), action)

@@ -197,13 +197,11 @@ class ActorCritic:
             log_frequency=None if logging_config is None else int(logging_config.log_frequency),
         )
         program = self._program(run, resumed=initial_state is not None)
-        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
         if initial_state is None:
-            state, rows = program(keys)
+            state, rows = program(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
         else:
-            n_states = jax.tree.leaves(initial_state.rng)[0].shape[0]
-            if n_states != len(seeds):
-                keys = jnp.zeros((n_states, 2), jnp.uint32)  # a resumed run draws from its state's keys
+            # A resumed run draws every key from its state: `seed` plays no part.
+            keys = jnp.zeros((jax.tree.leaves(initial_state.rng)[0].shape[0], 2), jnp.uint32)
             with warnings.catch_warnings():
                 # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
                 warnings.filterwarnings("ignore", "Some donated buffers were not usable")
