@@ -11,13 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax.networks.distributions import Squash
+from ajax.networks.initializers import orthogonal
 from ajax.networks.mlp import MLP
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
-
-
-def orthogonal(scale: float) -> Callable:
-    return nn.initializers.orthogonal(scale)
 
 
 class CategoricalActor(nn.Module):

@@ -93,16 +93,18 @@ def make_train(
         return critic.apply(state.critic_state.params, obs)
 
     def act(state: BaseAgentState, obs: jax.Array, key: jax.Array):
-        pi = policy(state, obs)
-        action, log_prob = pi.sample_and_log_prob(seed=key)
-        return action, {"log_prob": log_prob, "value": value(state, obs)}
+        action, log_prob = policy(state, obs).sample_and_log_prob(seed=key)
+        return action, {"log_prob": log_prob}
 
     def update(state: BaseAgentState, rollout: Transition, start: CollectorState):
         del start  # a feed-forward PPO needs nothing from the rollout's start
-        next_values = value(state, rollout.next_obs)
+        # The critic has not changed since collection: its values of the rollout's states and
+        # of the states each step reached are computed here, as two batched passes, rather
+        # than one small pass per collection step.
+        values, next_values = value(state, rollout.obs), value(state, rollout.next_obs)
         advantages, targets = generalized_advantages(
             rollout.reward,
-            rollout.extras["value"],
+            values,
             next_values,
             rollout.terminated,
             rollout.truncated,

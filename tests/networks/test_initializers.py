@@ -1,0 +1,28 @@
+"""Ajax's LAPACK-free orthogonal initialiser."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ajax.networks.initializers import orthogonal
+
+
+@pytest.mark.parametrize("shape", [(4, 64), (64, 64), (64, 2), (256, 256), (3, 1)])
+def test_orthogonal_rows_or_columns_at_the_given_scale(shape):
+    weights = orthogonal(2.0)(jax.random.PRNGKey(0), shape) / 2.0
+    gram = weights.T @ weights if shape[0] >= shape[1] else weights @ weights.T
+    np.testing.assert_allclose(gram, jnp.eye(gram.shape[0]), atol=2e-6)
+
+
+def test_matches_the_sign_corrected_qr_of_the_same_gaussian():
+    """Gram-Schmidt's Q is QR's Q with R's diagonal made positive (Saxe et al. 2014)."""
+    key = jax.random.PRNGKey(3)
+    ours = orthogonal(1.0)(key, (32, 16))
+    q, r = np.linalg.qr(np.asarray(jax.random.normal(key, (32, 16))))
+    np.testing.assert_allclose(ours, q * np.sign(np.diag(r)), atol=1e-5)
+
+
+def test_different_keys_give_different_matrices():
+    a, b = (orthogonal()(jax.random.PRNGKey(k), (8, 8)) for k in (0, 1))
+    assert not np.allclose(a, b)
