@@ -47,6 +47,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from ajax._compile_cache import cpu_model
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ENV_IDS = {"discrete": "CartPole-v1", "continuous": "Pendulum-v1"}
@@ -154,16 +156,6 @@ def worktree_dirty() -> bool | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return bool(out.stdout.strip()) if out.returncode == 0 else None
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def env_id_for(agent_cls: type) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 DEFAULT_ROOT = Path.home() / ".cache" / "ajax" / "jax_compile_cache"
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name: cache entries (and benchmark rows) are only valid on the same one."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -31,7 +32,7 @@ def cache_subdirectory() -> str:
     import jax
     import jaxlib
 
-    cpu = re.sub(r"[^A-Za-z0-9]+", "-", _cpu_model()).strip("-")[:48]
+    cpu = re.sub(r"[^A-Za-z0-9]+", "-", cpu_model()).strip("-")[:48]
     python = "py{}.{}".format(*sys.version_info[:2])
     return f"{platform.machine()}-{cpu}-{python}-jax{jax.__version__}-jaxlib{jaxlib.__version__}"
 
