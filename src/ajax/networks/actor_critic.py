@@ -60,6 +60,17 @@ class SquashedGaussianActor(nn.Module):
         return Squash(distrax.Normal(mean, jnp.exp(log_std)))
 
 
+class DeterministicActor(nn.Module):
+    """a = tanh(f(s)): a deterministic policy in the agent's [-1, 1] units (TD3's)."""
+
+    architecture: tuple[str, ...]
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return jnp.tanh(nn.Dense(self.action_dim)(MLP(self.architecture)(obs)))
+
+
 class ValueCritic(nn.Module):
     """V(s)."""
 

@@ -1,0 +1,77 @@
+"""TD3: twin delayed deep deterministic policy gradient (Fujimoto et al. 2018, arXiv:1802.09477)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.TD3.state import TD3Config
+from ajax.agents.TD3.train_TD3 import make_train
+from ajax.buffers import ReplayBuffer
+from ajax.extensions import LOOP_PHASES, Extension
+from ajax.schedule import Schedule, check_schedule
+
+
+class TD3(ActorCritic):
+    """Clipped double-Q learning, delayed policy updates and target policy smoothing.
+
+    Defaults follow the paper: learning rates 1e-3, 400 and 300 relu layers, batches of
+    100, learning from step 10,000 (uniform actions before), tau 0.005, the actor and the
+    targets updated every 2 critic updates, target noise 0.2 clipped at 0.5, and Gaussian
+    exploration noise 0.1 (a Schedule), all in the agent's [-1, 1] action units.
+    """
+
+    name: ClassVar[str] = "TD3"
+    continuous: ClassVar[bool | None] = True
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 1,
+        actor_learning_rate: float = 1e-3,
+        critic_learning_rate: float = 1e-3,
+        actor_architecture: Sequence[str] = ("400", "relu", "300", "relu"),
+        critic_architecture: Sequence[str] = ("400", "relu", "300", "relu"),
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        buffer_size: int = 1_000_000,
+        batch_size: int = 100,
+        learning_starts: int = 10_000,
+        policy_delay: int = 2,
+        target_policy_noise: float = 0.2,
+        target_noise_clip: float = 0.5,
+        exploration_noise: Schedule = 0.1,
+        max_grad_norm: float | None = None,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        self.config = run_config(locals(), self.name)
+        super().__init__(**shared_arguments(self.config))
+        if policy_delay < 1:
+            raise ValueError(f"policy_delay must be a positive integer, got {policy_delay}.")
+        if target_policy_noise < 0 or target_noise_clip < 0:
+            raise ValueError(
+                f"target_policy_noise and target_noise_clip must be >= 0, got {target_policy_noise}, "
+                f"{target_noise_clip}."
+            )
+        check_schedule("exploration_noise", exploration_noise)
+        if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0 or learning_starts < 0:
+            raise ValueError("tau must lie in (0, 1], gamma in [0, 1], and learning_starts must be >= 0.")
+        ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
+        self.agent_config = TD3Config(
+            gamma=gamma,
+            tau=tau,
+            batch_size=batch_size,
+            buffer_size=int(buffer_size),
+            learning_starts=int(learning_starts),
+            policy_delay=int(policy_delay),
+            target_policy_noise=float(target_policy_noise),
+            target_noise_clip=float(target_noise_clip),
+            exploration_noise=exploration_noise,
+        )

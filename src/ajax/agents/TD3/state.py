@@ -1,0 +1,20 @@
+"""TD3's static settings. Its state is the shared `BaseAgentState`, both networks with targets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ajax.schedule import Schedule
+
+
+@dataclass(frozen=True)
+class TD3Config:
+    gamma: float
+    tau: float
+    batch_size: int
+    buffer_size: int
+    learning_starts: int
+    policy_delay: int
+    target_policy_noise: float
+    target_noise_clip: float
+    exploration_noise: Schedule
