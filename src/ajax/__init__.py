@@ -6,7 +6,8 @@ _compile_cache.configure()
 
 from ajax.agents.DQN import DQN  # noqa: E402
 from ajax.agents.PPO import PPO  # noqa: E402
+from ajax.agents.PQN import PQN  # noqa: E402
 from ajax.agents.SAC import SAC  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
 
-__all__ = ["DQN", "PPO", "SAC", "TD3"]
+__all__ = ["DQN", "PPO", "PQN", "SAC", "TD3"]

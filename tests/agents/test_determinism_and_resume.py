@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from ajax import DQN, PPO, SAC, TD3
+from ajax import DQN, PPO, PQN, SAC, TD3
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
@@ -28,6 +28,7 @@ AGENTS = {
         actor_architecture=SMALL,
         critic_architecture=SMALL,
     ),
+    "PQN": lambda: PQN("CartPole-v1", n_envs=2, n_steps=32, n_minibatches=2, n_epochs=2, architecture=SMALL),
     "TD3": lambda: TD3(
         "Pendulum-v1",
         n_envs=2,

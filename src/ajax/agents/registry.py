@@ -5,7 +5,8 @@ from __future__ import annotations
 from ajax.agents.base import ActorCritic
 from ajax.agents.DQN import DQN
 from ajax.agents.PPO import PPO
+from ajax.agents.PQN import PQN
 from ajax.agents.SAC import SAC
 from ajax.agents.TD3 import TD3
 
-AGENTS: dict[str, type[ActorCritic]] = {"DQN": DQN, "PPO": PPO, "SAC": SAC, "TD3": TD3}
+AGENTS: dict[str, type[ActorCritic]] = {"DQN": DQN, "PPO": PPO, "PQN": PQN, "SAC": SAC, "TD3": TD3}

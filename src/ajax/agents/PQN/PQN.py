@@ -1,0 +1,80 @@
+"""PQN: parallelised Q-learning (Gallici et al. 2024, arXiv:2407.04811)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.PQN.state import PQNConfig
+from ajax.agents.PQN.train_PQN import make_train
+from ajax.extensions import LOOP_PHASES, Extension
+
+
+class PQN(ActorCritic):
+    """On-policy Q(lambda) with LayerNorm: no replay buffer and no target network.
+
+    Defaults follow the paper's and CleanRL's settings: 8 envs, 128-step rollouts, lambda
+    0.65, 4 epochs of 4 minibatches, learning rate 2.5e-4, gradients clipped at norm 10,
+    two 128-unit relu layers each followed by LayerNorm, and epsilon from 1.0 to 0.05
+    linearly over the first half of the run.
+    """
+
+    name: ClassVar[str] = "PQN"
+    continuous: ClassVar[bool | None] = False
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 8,
+        learning_rate: float = 2.5e-4,
+        architecture: Sequence[str] = ("128", "relu", "128", "relu"),
+        gamma: float = 0.99,
+        q_lambda: float = 0.65,
+        n_steps: int = 128,
+        n_epochs: int = 4,
+        n_minibatches: int = 4,
+        exploration_fraction: float = 0.5,
+        exploration_initial_eps: float = 1.0,
+        exploration_final_eps: float = 0.05,
+        max_grad_norm: float | None = 10.0,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        self.config = run_config(locals(), self.name)
+        super().__init__(
+            **shared_arguments(
+                self.config,
+                actor_learning_rate=learning_rate,
+                critic_learning_rate=learning_rate,
+                actor_architecture=architecture,
+                critic_architecture=architecture,
+            )
+        )
+        if n_steps < 1 or n_epochs < 1 or n_minibatches < 1:
+            raise ValueError("n_steps, n_epochs and n_minibatches must be positive integers.")
+        rollout = n_steps * n_envs
+        if rollout % n_minibatches:
+            raise ValueError(
+                f"n_minibatches={n_minibatches} does not divide the rollout of n_steps * n_envs = {n_steps} * "
+                f"{n_envs} = {rollout} transitions. Pick n_steps and n_minibatches so that it does."
+            )
+        if not 0.0 <= q_lambda <= 1.0 or not 0.0 <= gamma <= 1.0:
+            raise ValueError("q_lambda and gamma must lie in [0, 1].")
+        if not 0.0 < exploration_fraction <= 1.0:
+            raise ValueError(f"exploration_fraction must lie in (0, 1], got {exploration_fraction}.")
+        self.agent_config = PQNConfig(
+            n_steps=n_steps,
+            n_epochs=n_epochs,
+            n_minibatches=n_minibatches,
+            gamma=gamma,
+            q_lambda=q_lambda,
+            exploration_fraction=exploration_fraction,
+            exploration_initial_eps=exploration_initial_eps,
+            exploration_final_eps=exploration_final_eps,
+        )

@@ -1,0 +1,3 @@
+from ajax.agents.PQN.PQN import PQN
+
+__all__ = ["PQN"]
