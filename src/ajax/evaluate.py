@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from flax import serialization
 
 from ajax.environments.interaction import reset_envs, step_envs
+from ajax.networks.actor_critic import chosen_q
 from ajax.state import BaseAgentState, EnvironmentConfig
 
 # (state, observations) -> (deterministic actions, the policy's entropy at each observation)
@@ -33,6 +34,18 @@ class EvalPolicy:
     greedy: GreedyPolicy
     value: ValueEstimate | None = None
     gamma: float = 0.99
+
+
+def greedy_q_evaluation(q_values: Callable[[BaseAgentState, jax.Array], jax.Array], gamma: float) -> EvalPolicy:
+    """Evaluation of a Q-learning agent (DQN, PQN): act greedily, value the taken action."""
+
+    def greedy(state: BaseAgentState, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return jnp.argmax(q_values(state, obs), axis=-1), jnp.zeros(obs.shape[0])
+
+    def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
+        return chosen_q(q_values(state, obs), action)
+
+    return EvalPolicy(greedy, value, gamma)
 
 
 def evaluate(

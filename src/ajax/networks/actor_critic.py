@@ -123,3 +123,8 @@ class DiscreteQNetwork(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         return nn.Dense(self.n_actions)(MLP(self.architecture, layer_norm=self.layer_norm)(obs))
+
+
+def chosen_q(q_values: jax.Array, action: jax.Array) -> jax.Array:
+    """Q(s, a) for the taken discrete actions, from a DiscreteQNetwork's Q(s, .)."""
+    return jnp.take_along_axis(q_values, action[..., None].astype(jnp.int32), axis=-1).squeeze(-1)

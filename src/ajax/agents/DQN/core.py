@@ -6,6 +6,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ajax.networks.actor_critic import chosen_q
+
 
 def q_learning_target(reward: jax.Array, terminated: jax.Array, next_q_target: jax.Array, gamma: float) -> jax.Array:
     """y = r + gamma (1 - terminated) max_a' Q_target(s', a') (Methods, eq. 2's target).
@@ -18,5 +20,4 @@ def q_learning_target(reward: jax.Array, terminated: jax.Array, next_q_target: j
 
 def td_loss(q: jax.Array, action: jax.Array, target: jax.Array) -> jax.Array:
     """Huber loss on Q(s, a) - y: the paper's error clipping to [-1, 1]."""
-    q_taken = jnp.take_along_axis(q, action[..., None].astype(jnp.int32), axis=-1).squeeze(-1)
-    return jnp.mean(optax.huber_loss(q_taken, target, delta=1.0))
+    return jnp.mean(optax.huber_loss(chosen_q(q, action), target, delta=1.0))

@@ -11,7 +11,7 @@ from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.loop import RunSettings, TrainLoop, critic_step, when
 from ajax.buffers import ReplayBuffer
 from ajax.environments.interaction import Transition, epsilon_greedy, explore_pipeline, init_collector
-from ajax.evaluate import EvalPolicy
+from ajax.evaluate import greedy_q_evaluation
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import DiscreteQNetwork
 from ajax.networks.optim import new_train_state
@@ -98,18 +98,11 @@ def make_train(
         )
         return state.replace(critic_state=critic_state), aux
 
-    def greedy(state: BaseAgentState, obs: jax.Array):
-        return jnp.argmax(q_values(state, obs), axis=-1), jnp.zeros(obs.shape[0])
-
-    def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
-        q = q_values(state, obs)
-        return jnp.take_along_axis(q, action[:, None], axis=-1).squeeze(-1)
-
     pipeline = explore_pipeline(
         epsilon_greedy(epsilon),
         q_values,
         env_args,
         warmup=lambda state: state.collector_state.timestep < config.learning_starts,
     )
-    loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, value, config.gamma))
+    loop = TrainLoop.create(env_args, run, extensions, greedy_q_evaluation(q_values, config.gamma))
     return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add)

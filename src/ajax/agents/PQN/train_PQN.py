@@ -11,9 +11,9 @@ from ajax.agents.loop import RunSettings, TrainLoop, gradient_step
 from ajax.agents.PQN.core import q_lambda_returns
 from ajax.agents.PQN.state import PQNConfig
 from ajax.environments.interaction import Transition, epsilon_greedy, explore_pipeline, init_collector
-from ajax.evaluate import EvalPolicy
+from ajax.evaluate import greedy_q_evaluation
 from ajax.extensions import ExtensionStack
-from ajax.networks.actor_critic import DiscreteQNetwork
+from ajax.networks.actor_critic import DiscreteQNetwork, chosen_q
 from ajax.networks.optim import new_train_state
 from ajax.perf_utils import final_aux_scan
 from ajax.schedule import at, linear
@@ -84,7 +84,7 @@ def make_train(
 
             def loss(params):
                 q = q_network.apply(params, obs)
-                q_taken = jnp.take_along_axis(q, action[:, None], axis=-1).squeeze(-1)
+                q_taken = chosen_q(q, action)
                 return 0.5 * jnp.mean(jnp.square(q_taken - target)), jnp.mean(q_taken)
 
             critic_state, value_loss, q_mean, norm = gradient_step(critic_state, loss)
@@ -104,11 +104,5 @@ def make_train(
         aux = AuxiliaryLogs(ValueAuxiliaries(value_loss, q_mean, norm, at(epsilon, state.collector_state.timestep)))
         return state.replace(critic_state=critic_state), aux
 
-    def greedy(state: BaseAgentState, obs: jax.Array):
-        return jnp.argmax(q_values(state, obs), axis=-1), jnp.zeros(obs.shape[0])
-
-    def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
-        return jnp.take_along_axis(q_values(state, obs), action[:, None], axis=-1).squeeze(-1)
-
-    loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, value, config.gamma))
+    loop = TrainLoop.create(env_args, run, extensions, greedy_q_evaluation(q_values, config.gamma))
     return loop.on_policy(init, update, config.n_steps, explore_pipeline(epsilon_greedy(epsilon), q_values, env_args))
