@@ -34,13 +34,17 @@ def run_config(arguments: dict[str, Any], name: str, exclude: Sequence[str] = ()
     return config
 
 
-def shared_arguments(config: dict[str, Any], **overrides: Any) -> dict[str, Any]:
-    """The arguments `ActorCritic.__init__` takes, read from an agent's run config.
+def shared_arguments(
+    config: dict[str, Any], parent: Callable[..., None] | None = None, **overrides: Any
+) -> dict[str, Any]:
+    """The arguments `parent` (by default `ActorCritic.__init__`) takes, read from an agent's run config.
 
-    Every agent forwards its base arguments the same way; `overrides` name the ones an agent
-    spells differently (DQN's single `learning_rate` and `architecture`).
+    Every agent forwards its base arguments the same way, and a descendant its parent's
+    (REDQ and ASAC forward SAC's); `overrides` name the ones an agent spells differently
+    (DQN's single `learning_rate` and `architecture`, ASAC's absent discount).
     """
-    names = [name for name in inspect.signature(ActorCritic.__init__).parameters if name != "self"]
+    signature = inspect.signature(parent if parent is not None else ActorCritic.__init__)
+    names = [name for name in signature.parameters if name != "self"]
     return {name: overrides[name] if name in overrides else config[name] for name in names}
 
 
@@ -196,31 +200,34 @@ class ActorCritic:
             num_episode_test=num_episode_test,
             log_frequency=None if logging_config is None else int(logging_config.log_frequency),
         )
-        program = self._program(run, resumed=initial_state is not None)
+        one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
         if initial_state is None:
-            state, rows = program(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
-        else:
-            # A resumed run draws every key from its state: `seed` plays no part.
-            keys = jnp.zeros((jax.tree.leaves(initial_state.rng)[0].shape[0], 2), jnp.uint32)
-            with warnings.catch_warnings():
-                # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
-                warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-                state, rows = program(keys, _unbatched_counters(initial_state, lambda x: jnp.asarray(x)[0]))
+            initial_state = self._fresh_program(one_seed, run)(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
+        # A fresh run is a resumed call from the initial state: both run one compiled program,
+        # so a run split in two follows one call's arithmetic exactly. Every key comes from
+        # the state: `seed` plays no further part.
+        keys = jnp.zeros((jax.tree.leaves(initial_state.rng)[0].shape[0], 2), jnp.uint32)
+        with warnings.catch_warnings():
+            # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
+            warnings.filterwarnings("ignore", "Some donated buffers were not usable")
+            state, rows = self._program(one_seed)(keys, _unbatched_counters(initial_state, lambda x: jnp.asarray(x)[0]))
         state = jax.block_until_ready(state)
         return state, (rows if logging_config is not None else None)
 
-    def _program(self, run: RunSettings, resumed: bool) -> Callable:
-        """The jitted, seed-vmapped run, built once per distinct call shape."""
-        one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
-        cache_key = (one_seed.cache_key, resumed)
+    def _fresh_program(self, one_seed: Callable, run: RunSettings) -> Callable:
+        """The jitted, seed-vmapped initial state (with the extensions' init and pretrain folds)."""
+        cache_key = ("fresh", run.total_timesteps)
         if cache_key not in self._programs:
-            if resumed:
-
-                def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
-                    axes = _unbatched_counters(jax.tree.map(lambda _: 0, state), lambda _: None)
-                    return jax.vmap(one_seed, in_axes=(0, axes))(keys, state)
-
-                self._programs[cache_key] = jax.jit(resume, donate_argnums=(1,))
-            else:
-                self._programs[cache_key] = jax.jit(jax.vmap(lambda key: one_seed(key, None)))
+            self._programs[cache_key] = jax.jit(jax.vmap(one_seed.fresh_state))
         return self._programs[cache_key]
+
+    def _program(self, one_seed: Callable) -> Callable:
+        """The jitted, seed-vmapped run from a given state, built once per distinct call shape."""
+        if one_seed.cache_key not in self._programs:
+
+            def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+                axes = _unbatched_counters(jax.tree.map(lambda _: 0, state), lambda _: None)
+                return jax.vmap(one_seed, in_axes=(0, axes))(keys, state)
+
+            self._programs[one_seed.cache_key] = jax.jit(resume, donate_argnums=(1,))
+        return self._programs[one_seed.cache_key]

@@ -191,11 +191,17 @@ class TrainLoop:
             return self._updated(update)(state, rollout, start)
 
         per_rollout = n_steps * env_args.n_envs
+        return self.train(init, step, self.rollouts(per_rollout), steps_per_iteration=per_rollout)
+
+    def rollouts(self, per_rollout: int) -> int:
+        """The rollouts of `per_rollout` steps this call makes (see the module's budgets)."""
         start, end = self.run.start_timestep, self.run.end_timestep
+        if end <= start:
+            return 0
         rollouts = -(-end // per_rollout) - -(-start // per_rollout)  # those starting in [start, end)
         if end == self.run.total_timesteps and end % per_rollout == 0:
             rollouts += 1  # the horizon's own rollout
-        return self.train(init, step, rollouts if end > start else 0, steps_per_iteration=per_rollout)
+        return rollouts
 
     def _updated(self, update: Update) -> Update:
         """The update, then the counter and the extensions' post_update fold."""
@@ -217,7 +223,8 @@ class TrainLoop:
         """The run of one seed: `num_iterations` of `step`, each followed by the logging gate.
 
         The returned function's `cache_key` holds everything of the run settings its program
-        depends on, so calls that differ only in where they start share one program.
+        depends on, so calls that differ only in where they start share one program, and its
+        `fresh_state(key)` builds the state a fresh run starts from.
         """
         if num_iterations < 0:
             raise ValueError("A call cannot end before it starts.")
@@ -230,6 +237,7 @@ class TrainLoop:
 
             train = build_resumable_train(self.fresh_state(init), iteration, num_iterations)
             train.cache_key = (num_iterations, self.run.total_timesteps)
+            train.fresh_state = self.fresh_state(init)
             return train
 
         def metrics(state: BaseAgentState, key: jax.Array, aux: Any) -> dict[str, jax.Array]:
@@ -273,4 +281,5 @@ class TrainLoop:
             return build_resumable_train(lambda _: state, iteration, num_iterations, lambda: rows_for(state))(key)
 
         train.cache_key = (num_iterations, self.run.total_timesteps, log_frequency, self.run.num_episode_test, count)
+        train.fresh_state = fresh_state
         return train

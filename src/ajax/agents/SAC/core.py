@@ -6,21 +6,28 @@ every one of them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from ajax.agents.loop import actor_step, gradient_step
+from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import SquashedGaussianActor
 from ajax.networks.distributions import Squash
+from ajax.state import BaseAgentState, LoopTrainState
 
 __all__ = [
     "Squash",
     "SquashedGaussianActor",
     "polyak",
+    "soft_actor_step",
     "soft_policy_loss",
     "soft_q_target",
     "temperature_loss",
+    "temperature_step",
 ]
 
 
@@ -53,3 +60,38 @@ def temperature_loss(log_alpha: jax.Array, log_prob: jax.Array, target_entropy: 
 def polyak(target: Any, online: Any, tau: float) -> Any:
     """theta' <- tau theta + (1 - tau) theta'."""
     return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
+
+
+def soft_actor_step(
+    actor_state: LoopTrainState,
+    actor: nn.Module,
+    q_value: Callable[[jax.Array, jax.Array], jax.Array],
+    alpha: jax.Array,
+    batch: Any,
+    key: jax.Array,
+    agent_state: BaseAgentState,
+    extensions: ExtensionStack,
+) -> tuple[LoopTrainState, jax.Array, jax.Array, jax.Array, dict[str, jax.Array]]:
+    """One reparameterised actor step on `soft_policy_loss`, folding the actor_loss phase.
+
+    `q_value(obs, action)` is the critic the descendant's paper trains the actor against:
+    SAC's and ASAC's min of two critics, REDQ's mean over its whole ensemble. Returns the
+    new state, the loss, the log-probabilities (for the temperature step), the gradient
+    norm and the extensions' metrics.
+    """
+
+    def policy_loss(params: Any) -> tuple[jax.Array, jax.Array]:
+        action, log_prob = actor.apply(params, batch.obs).sample_and_log_prob(seed=key)
+        return soft_policy_loss(alpha, log_prob, q_value(batch.obs, action)), log_prob
+
+    return actor_step(actor_state, policy_loss, batch, agent_state, extensions)
+
+
+def temperature_step(
+    alpha_state: LoopTrainState, log_prob: jax.Array, target_entropy: float
+) -> tuple[LoopTrainState, jax.Array]:
+    """One optimiser step of log(alpha) on `temperature_loss`."""
+    alpha_state, loss, _, _ = gradient_step(
+        alpha_state, lambda params: (temperature_loss(params["log_alpha"], log_prob, target_entropy), ())
+    )
+    return alpha_state, loss

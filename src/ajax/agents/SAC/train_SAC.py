@@ -3,26 +3,28 @@
 One update per tick: sample a minibatch, a critic step towards the soft target, a
 reparameterised actor step against the updated critics, a temperature step, then the
 Polyak update of the target critics.
+
+`SoftActorCritic` holds the parts SAC's descendants reuse unchanged (the networks, the
+replay, the initial state, the actor and temperature steps, the evaluation), so ASAC's and
+REDQ's update functions hold only what their papers change.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, gradient_step
-from ajax.agents.SAC.core import (
-    SquashedGaussianActor,
-    polyak,
-    soft_policy_loss,
-    soft_q_target,
-    temperature_loss,
-)
+from ajax.agents.loop import RunSettings, TrainLoop, critic_step
+from ajax.agents.SAC.core import SquashedGaussianActor, polyak, soft_actor_step, soft_q_target, temperature_step
 from ajax.agents.SAC.state import SACConfig, SoftACState
 from ajax.buffers import ReplayBuffer
-from ajax.environments.interaction import Transition, explore_pipeline, init_collector, sample_policy
-from ajax.evaluate import EvalPolicy
+from ajax.environments.interaction import ActionPipeline, Transition, explore_pipeline, init_collector, sample_policy
+from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble
 from ajax.networks.optim import make_optimizer, new_train_state
@@ -57,6 +59,131 @@ class AuxiliaryLogs:
     extensions: dict
 
 
+@dataclass(frozen=True)
+class SoftActorCritic:
+    """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha."""
+
+    env_args: EnvironmentConfig
+    network_args: NetworkConfig
+    actor_optimizer_args: OptimizerConfig
+    critic_optimizer_args: OptimizerConfig
+    config: SACConfig
+    extensions: ExtensionStack
+
+    @property
+    def actor(self) -> SquashedGaussianActor:
+        return SquashedGaussianActor(self.network_args.actor_architecture, self.env_args.action_dim)
+
+    def critic(self, n: int | None = None) -> QEnsemble:
+        """The ensemble, or a same-shaped one of `n` members for a subset of its parameters."""
+        return QEnsemble(self.network_args.critic_architecture, n=self.config.n_critics if n is None else n)
+
+    @property
+    def buffer(self) -> ReplayBuffer:
+        return ReplayBuffer(self.config.buffer_size, self.config.batch_size)
+
+    def init(self, key: jax.Array, state_class: type[SoftACState] = SoftACState, **fields: Any) -> SoftACState:
+        rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
+        obs = jnp.zeros((1, self.env_args.observation_dim))
+        action = jnp.zeros((1, self.env_args.action_dim))
+        log_alpha = {"log_alpha": jnp.log(jnp.asarray(self.config.alpha_init, jnp.float32))}
+        alpha_optimizer = make_optimizer(OptimizerConfig(self.config.alpha_learning_rate))
+        return state_class(
+            rng=rng,
+            actor_state=new_train_state(self.actor, actor_key, self.actor_optimizer_args, obs),
+            critic_state=new_train_state(
+                self.critic(), critic_key, self.critic_optimizer_args, obs, action, with_target=True
+            ),
+            collector_state=init_collector(env_key, self.env_args, self.buffer.init(self.env_args)),
+            eval_rng=eval_key,
+            n_updates=jnp.zeros((), jnp.int32),
+            n_logs=jnp.zeros((), jnp.int32),
+            alpha=LoopTrainState.create(apply_fn=None, params=log_alpha, tx=alpha_optimizer),
+            **fields,
+        )
+
+    def policy(self, state: SoftACState, obs: jax.Array):
+        return self.actor.apply(state.actor_state.params, obs)
+
+    @staticmethod
+    def alpha(state: SoftACState) -> jax.Array:
+        return jnp.exp(state.alpha.params["log_alpha"])
+
+    def critic_update(
+        self, state: SoftACState, batch: Transition, target: jax.Array
+    ) -> tuple[LoopTrainState, ValueAuxiliaries, dict[str, jax.Array]]:
+        """A critic step of every ensemble member towards `target`, then the Polyak update."""
+        critic = self.critic()
+
+        def td_loss(params: Any, target: jax.Array) -> tuple[jax.Array, jax.Array]:
+            q = critic.apply(params, batch.obs, batch.action)
+            return 0.5 * jnp.sum(jnp.mean(jnp.square(q - target), axis=-1)), jnp.mean(q)
+
+        critic_state, loss, q_mean, norm, metrics = critic_step(
+            state.critic_state, td_loss, target, batch, state, self.extensions
+        )
+        critic_state = critic_state.replace(
+            target_params=polyak(critic_state.target_params, critic_state.params, self.config.tau)
+        )
+        return critic_state, ValueAuxiliaries(loss, q_mean, norm), metrics
+
+    def actor_update(
+        self,
+        state: SoftACState,
+        batch: Transition,
+        key: jax.Array,
+        q_value: Callable[[jax.Array, jax.Array], jax.Array],
+    ) -> tuple[SoftACState, PolicyAuxiliaries, TemperatureAuxiliaries, dict[str, jax.Array]]:
+        """The actor step against `q_value`, then the temperature step on its log-probabilities."""
+        alpha = self.alpha(state)
+        actor_state, loss, log_prob, norm, metrics = soft_actor_step(
+            state.actor_state, self.actor, q_value, alpha, batch, key, state, self.extensions
+        )
+        alpha_state, alpha_loss = state.alpha, jnp.zeros(())
+        if self.config.learn_alpha:
+            alpha_state, alpha_loss = temperature_step(state.alpha, log_prob, self.config.target_entropy)
+        state = state.replace(actor_state=actor_state, alpha=alpha_state)
+        return (
+            state,
+            PolicyAuxiliaries(loss, jnp.mean(log_prob), norm),
+            TemperatureAuxiliaries(alpha, alpha_loss),
+            metrics,
+        )
+
+    def min_q(self, params: Any) -> Callable[[jax.Array, jax.Array], jax.Array]:
+        """The clipped double-Q estimate min_i Q_i(s, a) under `params`."""
+        return lambda obs, action: jnp.min(self.critic().apply(params, obs, action), axis=0)
+
+    def value(self, reduce: Callable[[jax.Array], jax.Array]) -> ValueEstimate:
+        """The critic's estimate for the evaluation's value bias: `reduce` over the ensemble axis."""
+        return lambda state, obs, action: reduce(self.critic().apply(state.critic_state.params, obs, action))
+
+    def evaluation(self, value: ValueEstimate | None) -> EvalPolicy:
+        """Greedy actions; `value` None for a critic that does not estimate discounted returns."""
+
+        def greedy(state: SoftACState, obs: jax.Array):
+            pi = self.policy(state, obs)
+            return pi.mode(), pi.entropy()
+
+        return EvalPolicy(greedy, value, self.config.gamma)
+
+    @property
+    def pipeline(self) -> ActionPipeline:
+        """Sample from the policy; uniform actions before learning_starts."""
+        learning_starts = self.config.learning_starts
+        return explore_pipeline(
+            sample_policy,
+            self.policy,
+            self.env_args,
+            warmup=lambda state: state.collector_state.timestep < learning_starts,
+        )
+
+    def loop(self, run: RunSettings, init: Callable, update: Callable, value: ValueEstimate | None):
+        """The shared off-policy loop around `update`, storing every step in the replay."""
+        loop = TrainLoop.create(self.env_args, run, self.extensions, self.evaluation(value))
+        return loop.off_policy(init, update, self.config.learning_starts, self.pipeline, store=self.buffer.add)
+
+
 def make_train(
     *,
     env_args: EnvironmentConfig,
@@ -67,90 +194,25 @@ def make_train(
     extensions: ExtensionStack,
     run: RunSettings,
 ):
+    sac = SoftActorCritic(env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions)
     config = agent_config
-    actor = SquashedGaussianActor(network_args.actor_architecture, env_args.action_dim)
-    critic = QEnsemble(network_args.critic_architecture, n=config.n_critics)
-    buffer = ReplayBuffer(config.buffer_size, config.batch_size)
-    alpha_args = OptimizerConfig(config.alpha_learning_rate)
-    obs_example = jnp.zeros((1, env_args.observation_dim))
-    action_example = jnp.zeros((1, env_args.action_dim))
-
-    def init(key: jax.Array) -> SoftACState:
-        rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
-        log_alpha = {"log_alpha": jnp.log(jnp.asarray(config.alpha_init, jnp.float32))}
-        return SoftACState(
-            rng=rng,
-            actor_state=new_train_state(actor, actor_key, actor_optimizer_args, obs_example),
-            critic_state=new_train_state(
-                critic, critic_key, critic_optimizer_args, obs_example, action_example, with_target=True
-            ),
-            collector_state=init_collector(env_key, env_args, buffer.init(env_args)),
-            eval_rng=eval_key,
-            n_updates=jnp.zeros((), jnp.int32),
-            n_logs=jnp.zeros((), jnp.int32),
-            alpha=LoopTrainState.create(apply_fn=None, params=log_alpha, tx=make_optimizer(alpha_args)),
-        )
-
-    def policy(state: SoftACState, obs: jax.Array):
-        return actor.apply(state.actor_state.params, obs)
 
     def update(state: SoftACState, transition: Transition):
         del transition  # SAC learns from replay; the loop has already stored the step
         state, (sample_key, next_key, actor_key) = state.next_keys(3)
-        batch = buffer.sample(state.collector_state.buffer_state, sample_key)
-        alpha = jnp.exp(state.alpha.params["log_alpha"])
+        batch = sac.buffer.sample(state.collector_state.buffer_state, sample_key)
 
-        next_action, next_log_prob = policy(state, batch.next_obs).sample_and_log_prob(seed=next_key)
-        next_q = jnp.min(critic.apply(state.critic_state.target_params, batch.next_obs, next_action), axis=0)
-        target = soft_q_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
+        next_action, next_log_prob = sac.policy(state, batch.next_obs).sample_and_log_prob(seed=next_key)
+        next_q = sac.min_q(state.critic_state.target_params)(batch.next_obs, next_action)
+        target = soft_q_target(batch.reward, batch.terminated, next_q, next_log_prob, sac.alpha(state), config.gamma)
+        critic_state, value_aux, critic_metrics = sac.critic_update(state, batch, target)
 
-        def td_loss(params, target):
-            q = critic.apply(params, batch.obs, batch.action)
-            return 0.5 * jnp.sum(jnp.mean(jnp.square(q - target), axis=-1)), jnp.mean(q)
-
-        critic_state, critic_loss, q_mean, critic_norm, critic_metrics = critic_step(
-            state.critic_state, td_loss, target, batch, state, extensions
+        # The actor trains against the critics just updated; the target critics moved already,
+        # which leaves the actor's step unchanged since it never reads them.
+        state = state.replace(critic_state=critic_state)
+        state, policy_aux, temperature_aux, actor_metrics = sac.actor_update(
+            state, batch, actor_key, sac.min_q(critic_state.params)
         )
+        return state, AuxiliaryLogs(policy_aux, value_aux, temperature_aux, {**critic_metrics, **actor_metrics})
 
-        def policy_loss(params):
-            action, log_prob = actor.apply(params, batch.obs).sample_and_log_prob(seed=actor_key)
-            q = jnp.min(critic.apply(critic_state.params, batch.obs, action), axis=0)
-            return soft_policy_loss(alpha, log_prob, q), log_prob
-
-        actor_state, actor_loss, log_prob, actor_norm, actor_metrics = actor_step(
-            state.actor_state, policy_loss, batch, state, extensions
-        )
-
-        alpha_state, alpha_loss = state.alpha, jnp.zeros(())
-        if config.learn_alpha:
-            alpha_state, alpha_loss, _, _ = gradient_step(
-                state.alpha,
-                lambda p: (temperature_loss(p["log_alpha"], log_prob, config.target_entropy), ()),
-            )
-
-        critic_state = critic_state.replace(
-            target_params=polyak(critic_state.target_params, critic_state.params, config.tau)
-        )
-        aux = AuxiliaryLogs(
-            policy=PolicyAuxiliaries(actor_loss, jnp.mean(log_prob), actor_norm),
-            value=ValueAuxiliaries(critic_loss, q_mean, critic_norm),
-            temperature=TemperatureAuxiliaries(alpha, alpha_loss),
-            extensions={**critic_metrics, **actor_metrics},
-        )
-        return state.replace(actor_state=actor_state, critic_state=critic_state, alpha=alpha_state), aux
-
-    def greedy(state: SoftACState, obs: jax.Array):
-        pi = policy(state, obs)
-        return pi.mode(), pi.entropy()
-
-    def value(state: SoftACState, obs: jax.Array, action: jax.Array) -> jax.Array:
-        return jnp.min(critic.apply(state.critic_state.params, obs, action), axis=0)
-
-    pipeline = explore_pipeline(
-        sample_policy,
-        policy,
-        env_args,
-        warmup=lambda state: state.collector_state.timestep < config.learning_starts,
-    )
-    loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, value, config.gamma))
-    return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add)
+    return sac.loop(run, sac.init, update, sac.value(lambda q: jnp.min(q, axis=0)))
