@@ -12,6 +12,20 @@ from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule, check_schedule
 
 
+def check_clipped_epochs(n_steps: int, n_envs: int, batch_size: int, n_epochs: int, clip_range: Schedule) -> None:
+    """The rollout and epoch settings PPO and its descendants refuse before anything compiles."""
+    if n_steps < 1 or n_epochs < 1 or batch_size < 1:
+        raise ValueError("n_steps, n_epochs and batch_size must be positive integers.")
+    rollout = n_steps * n_envs
+    if rollout % batch_size:
+        divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and 16 <= d <= 4096]
+        raise ValueError(
+            f"batch_size={batch_size} does not divide the rollout of n_steps * n_envs = {n_steps} * {n_envs} "
+            f"= {rollout} transitions. Pick a divisor, e.g. one of {divisors[:8]}."
+        )
+    check_schedule("clip_range", clip_range)
+
+
 class PPO(ActorCritic):
     """Clipped-surrogate PPO with GAE, for discrete and continuous actions.
 
@@ -53,16 +67,7 @@ class PPO(ActorCritic):
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
-        if n_steps < 1 or n_epochs < 1 or batch_size < 1:
-            raise ValueError("n_steps, n_epochs and batch_size must be positive integers.")
-        rollout = n_steps * n_envs
-        if rollout % batch_size:
-            divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and 16 <= d <= 4096]
-            raise ValueError(
-                f"batch_size={batch_size} does not divide the rollout of n_steps * n_envs = {n_steps} * {n_envs} "
-                f"= {rollout} transitions. Pick a divisor, e.g. one of {divisors[:8]}."
-            )
-        check_schedule("clip_range", clip_range)
+        check_clipped_epochs(n_steps, n_envs, batch_size, n_epochs, clip_range)
         if not 0.0 <= gamma <= 1.0 or not 0.0 <= gae_lambda <= 1.0:
             raise ValueError("gamma and gae_lambda must lie in [0, 1].")
         self.agent_config = PPOConfig(

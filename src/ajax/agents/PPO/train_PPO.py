@@ -3,9 +3,17 @@
 The update reads top to bottom in the order the algorithm runs: values of the rollout's
 observations and of the states each step reached, GAE, then `n_epochs` passes over a fresh
 shuffle of the rollout in minibatches, each an actor and a critic gradient step.
+
+`ProximalActorCritic` holds the parts PPO's descendants reuse unchanged (the networks, the
+initial state, the rollout policy, the clipped minibatch epochs, the evaluation), so APO's
+update holds only what its paper changes: the advantages and the critic's loss.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -28,6 +36,9 @@ from ajax.networks.optim import new_train_state
 from ajax.perf_utils import final_aux_scan
 from ajax.schedule import at
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+
+# (values of a minibatch's observations, their targets) -> the critic's loss before vf_coef
+CriticLoss = Callable[[jax.Array, jax.Array], jax.Array]
 
 
 @struct.dataclass
@@ -59,58 +70,63 @@ def make_networks(env_args: EnvironmentConfig, network_args: NetworkConfig):
     return actor, ValueCritic(network_args.critic_architecture)
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: PPOConfig,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    actor, critic = make_networks(env_args, network_args)
-    config = agent_config
-    n_minibatches = config.n_steps * env_args.n_envs // config.batch_size
-    obs_example = jnp.zeros((1, env_args.observation_dim))
+@dataclass(frozen=True)
+class ProximalActorCritic:
+    """A stochastic actor and a state-value critic, trained by clipped minibatch epochs."""
 
-    def init(key: jax.Array) -> BaseAgentState:
+    env_args: EnvironmentConfig
+    network_args: NetworkConfig
+    actor_optimizer_args: OptimizerConfig
+    critic_optimizer_args: OptimizerConfig
+    config: PPOConfig
+    extensions: ExtensionStack
+
+    @property
+    def networks(self) -> tuple[CategoricalActor | GaussianActor, ValueCritic]:
+        return make_networks(self.env_args, self.network_args)
+
+    def init(self, key: jax.Array, state_class: type[BaseAgentState] = BaseAgentState, **fields: Any):
         rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
-        return BaseAgentState(
+        actor, critic = self.networks
+        obs_example = jnp.zeros((1, self.env_args.observation_dim))
+        return state_class(
             rng=rng,
-            actor_state=new_train_state(actor, actor_key, actor_optimizer_args, obs_example),
-            critic_state=new_train_state(critic, critic_key, critic_optimizer_args, obs_example),
-            collector_state=init_collector(env_key, env_args),
+            actor_state=new_train_state(actor, actor_key, self.actor_optimizer_args, obs_example),
+            critic_state=new_train_state(critic, critic_key, self.critic_optimizer_args, obs_example),
+            collector_state=init_collector(env_key, self.env_args),
             eval_rng=eval_key,
             n_updates=jnp.zeros((), jnp.int32),
             n_logs=jnp.zeros((), jnp.int32),
+            **fields,
         )
 
-    def policy(state: BaseAgentState, obs: jax.Array):
-        return actor.apply(state.actor_state.params, obs)
+    def policy(self, state: BaseAgentState, obs: jax.Array):
+        return self.networks[0].apply(state.actor_state.params, obs)
 
-    def value(state: BaseAgentState, obs: jax.Array) -> jax.Array:
-        return critic.apply(state.critic_state.params, obs)
+    def value(self, state: BaseAgentState, obs: jax.Array) -> jax.Array:
+        return self.networks[1].apply(state.critic_state.params, obs)
 
-    def act(state: BaseAgentState, obs: jax.Array, key: jax.Array):
-        action, log_prob = policy(state, obs).sample_and_log_prob(seed=key)
+    def act(self, state: BaseAgentState, obs: jax.Array, key: jax.Array):
+        action, log_prob = self.policy(state, obs).sample_and_log_prob(seed=key)
         return action, {"log_prob": log_prob}
 
-    def update(state: BaseAgentState, rollout: Transition, start: CollectorState):
-        del start  # a feed-forward PPO needs nothing from the rollout's start
-        # The critic has not changed since collection: its values of the rollout's states and
-        # of the states each step reached are computed here, as two batched passes, rather
-        # than one small pass per collection step.
-        values, next_values = value(state, rollout.obs), value(state, rollout.next_obs)
-        advantages, targets = generalized_advantages(
-            rollout.reward,
-            values,
-            next_values,
-            rollout.terminated,
-            rollout.truncated,
-            config.gamma,
-            config.gae_lambda,
-        )
+    def clipped_epochs(
+        self,
+        state: BaseAgentState,
+        rollout: Transition,
+        advantages: jax.Array,
+        targets: jax.Array,
+        critic_loss: CriticLoss = value_loss,
+    ) -> tuple[BaseAgentState, AuxiliaryLogs]:
+        """`n_epochs` passes over a fresh shuffle of the rollout, in minibatches of `batch_size`.
+
+        Each minibatch takes an actor step on the clipped surrogate (eq. 7) less the entropy
+        bonus, then a critic step on `vf_coef * critic_loss(V(s), targets)`.
+        """
+        actor, critic = self.networks
+        config = self.config
+        rollout_size = config.n_steps * self.env_args.n_envs
+        n_minibatches = rollout_size // config.batch_size
         flat = jax.tree.map(
             lambda x: x.reshape(-1, *x.shape[2:]),
             (rollout.obs, rollout.action, rollout.extras["log_prob"], advantages, targets),
@@ -131,11 +147,11 @@ def make_train(
                 clip_fraction = jnp.mean(jnp.abs(jnp.exp(log_ratio) - 1.0) > clip_range)
                 return loss, (entropy, approx_kl(log_ratio), clip_fraction)
 
-            def critic_loss(params):
-                return config.vf_coef * value_loss(critic.apply(params, obs), target), ()
+            def value_step_loss(params):
+                return config.vf_coef * critic_loss(critic.apply(params, obs), target), ()
 
             actor_state, p_loss, (entropy, kl, clip_fraction), actor_norm = gradient_step(actor_state, policy_loss)
-            critic_state, v_loss, _, critic_norm = gradient_step(critic_state, critic_loss)
+            critic_state, v_loss, _, critic_norm = gradient_step(critic_state, value_step_loss)
             aux = AuxiliaryLogs(
                 PolicyAuxiliaries(p_loss, entropy, kl, clip_fraction, actor_norm),
                 ValueAuxiliaries(v_loss, critic_norm),
@@ -143,7 +159,7 @@ def make_train(
             return (actor_state, critic_state), aux
 
         def epoch(carry, key):
-            permutation = jax.random.permutation(key, config.n_steps * env_args.n_envs)
+            permutation = jax.random.permutation(key, rollout_size)
             minibatches = jax.tree.map(
                 lambda x: x[permutation].reshape(n_minibatches, config.batch_size, *x.shape[1:]), flat
             )
@@ -155,14 +171,54 @@ def make_train(
         )
         return state.replace(actor_state=actor_state, critic_state=critic_state), aux
 
-    def greedy(state: BaseAgentState, obs: jax.Array):
-        pi = policy(state, obs)
-        return pi.mode(), pi.entropy()
+    def evaluation(self, discounted: bool = True) -> EvalPolicy:
+        """Greedy actions; the value bias only for a critic of discounted returns."""
 
-    loop = TrainLoop.create(
-        env_args,
-        run,
-        extensions,
-        EvalPolicy(greedy, lambda state, obs, action: value(state, obs), config.gamma),
+        def greedy(state: BaseAgentState, obs: jax.Array):
+            pi = self.policy(state, obs)
+            return pi.mode(), pi.entropy()
+
+        def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
+            return self.value(state, obs)
+
+        return EvalPolicy(greedy, value if discounted else None, self.config.gamma)
+
+    def loop(self, run: RunSettings, init: Callable, update: Callable, discounted: bool = True):
+        """The shared on-policy loop around `update`, collecting `n_steps` per env with `act`."""
+        loop = TrainLoop.create(self.env_args, run, self.extensions, self.evaluation(discounted))
+        return loop.on_policy(init, update, self.config.n_steps, self.act)
+
+
+def make_train(
+    *,
+    env_args: EnvironmentConfig,
+    network_args: NetworkConfig,
+    actor_optimizer_args: OptimizerConfig,
+    critic_optimizer_args: OptimizerConfig,
+    agent_config: PPOConfig,
+    extensions: ExtensionStack,
+    run: RunSettings,
+):
+    ppo = ProximalActorCritic(
+        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
     )
-    return loop.on_policy(init, update, config.n_steps, act)
+    config = agent_config
+
+    def update(state: BaseAgentState, rollout: Transition, start: CollectorState):
+        del start  # a feed-forward PPO needs nothing from the rollout's start
+        # The critic has not changed since collection: its values of the rollout's states and
+        # of the states each step reached are computed here, as two batched passes, rather
+        # than one small pass per collection step.
+        values, next_values = ppo.value(state, rollout.obs), ppo.value(state, rollout.next_obs)
+        advantages, targets = generalized_advantages(
+            rollout.reward,
+            values,
+            next_values,
+            rollout.terminated,
+            rollout.truncated,
+            config.gamma,
+            config.gae_lambda,
+        )
+        return ppo.clipped_epochs(state, rollout, advantages, targets)
+
+    return ppo.loop(run, ppo.init, update)

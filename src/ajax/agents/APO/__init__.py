@@ -1,0 +1,3 @@
+from ajax.agents.APO.APO import APO
+
+__all__ = ["APO"]
