@@ -51,10 +51,11 @@ class SquashedGaussianActor(nn.Module):
 
     architecture: tuple[str, ...]
     action_dim: int
+    normalize_features: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> Squash:
-        hidden = MLP(self.architecture)(obs)
+        hidden = MLP(self.architecture, normalize_features=self.normalize_features)(obs)
         mean = nn.Dense(self.action_dim)(hidden)
         log_std = jnp.clip(nn.Dense(self.action_dim)(hidden), LOG_STD_MIN, LOG_STD_MAX)
         return Squash(distrax.Normal(mean, jnp.exp(log_std)))
@@ -87,10 +88,13 @@ class QCritic(nn.Module):
     """Q(s, a) for continuous actions: the action joins the observation at the input."""
 
     architecture: tuple[str, ...]
+    normalize_features: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        hidden = MLP(self.architecture)(jnp.concatenate([obs, action], axis=-1))
+        hidden = MLP(self.architecture, normalize_features=self.normalize_features)(
+            jnp.concatenate([obs, action], axis=-1)
+        )
         return nn.Dense(1)(hidden).squeeze(-1)
 
 

@@ -40,9 +40,16 @@ def parse_architecture(architecture: Sequence[str | int]) -> tuple[tuple[int, st
 
 
 class MLP(nn.Module):
+    """Dense layers; `normalize_features` divides the last layer's output by its L2 norm.
+
+    Unit-norm penultimate features (Bjorck et al. 2022) bound what the head sees, which is
+    what keeps AVG's incremental updates stable.
+    """
+
     architecture: tuple[str, ...]
     kernel_init: Callable = nn.initializers.lecun_normal()
     layer_norm: bool = False
+    normalize_features: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -52,4 +59,6 @@ class MLP(nn.Module):
             if self.layer_norm:
                 x = nn.LayerNorm()(x)
             x = ACTIVATIONS[activation](x)
+        if self.normalize_features:
+            x = x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-6)
         return x

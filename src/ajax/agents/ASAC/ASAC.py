@@ -1,0 +1,58 @@
+"""ASAC: average-reward soft actor-critic (Adamczyk et al. 2025, arXiv:2501.09080)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any, ClassVar
+
+from ajax.agents.ASAC.state import ASACConfig
+from ajax.agents.ASAC.train_ASAC import make_train
+from ajax.agents.base import run_config, shared_arguments
+from ajax.agents.SAC import SAC
+from ajax.extensions import Extension
+
+
+class ASAC(SAC):
+    """SAC for the average-reward criterion: no discount, a differential soft critic, a reward rate.
+
+    `state.theta` holds each seed's estimate of the reward per step, entropy term included.
+    Defaults are SAC's (learning rates 3e-4, two 256-unit relu layers, a 1e6 buffer,
+    batches of 256, learning from step 10,000, tau 0.005, a learned temperature towards -1
+    per action dimension, the min of two critics); theta starts at 0 and moves by
+    `theta_learning_rate` times the mean differential TD error of each minibatch.
+    """
+
+    name: ClassVar[str] = "ASAC"
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 1,
+        actor_learning_rate: float = 3e-4,
+        critic_learning_rate: float = 3e-4,
+        alpha_learning_rate: float = 3e-4,
+        theta_learning_rate: float = 1e-2,
+        actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        tau: float = 0.005,
+        buffer_size: int = 1_000_000,
+        batch_size: int = 256,
+        learning_starts: int = 10_000,
+        alpha_init: float = 1.0,
+        learn_alpha: bool = True,
+        target_entropy: float | None = None,
+        max_grad_norm: float | None = None,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        config = run_config(locals(), self.name)
+        if not 0.0 < theta_learning_rate <= 1.0:
+            raise ValueError(f"theta_learning_rate must lie in (0, 1], got {theta_learning_rate}.")
+        super().__init__(**shared_arguments(config, SAC.__init__, gamma=1.0))
+        self.config = config
+        self.agent_config = ASACConfig(**asdict(self.agent_config), theta_learning_rate=float(theta_learning_rate))

@@ -1,0 +1,3 @@
+from ajax.agents.ASAC.ASAC import ASAC
+
+__all__ = ["ASAC"]

@@ -1,0 +1,54 @@
+"""AVG: action value gradient, deep RL without batches, targets or replay (Vasan et al. 2024)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ajax.agents.AVG.state import AVGConfig
+from ajax.agents.AVG.train_AVG import make_train
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.extensions import LOOP_PHASES, Extension
+
+
+class AVG(ActorCritic):
+    """Incremental soft actor-critic: one update per sample, no replay buffer, no target network.
+
+    Defaults follow the paper (arXiv:2411.15370): one env, actor learning rate 6.3e-3,
+    critic 8.7e-3, Adam with beta1 = 0, a fixed entropy coefficient of 0.07, gamma 0.99,
+    two 256-unit leaky-relu layers, and its three stabilisers: observation normalisation,
+    unit-norm penultimate features in both networks, and the TD error scaled by the
+    returns' running scale.
+    """
+
+    name: ClassVar[str] = "AVG"
+    continuous: ClassVar[bool | None] = True
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 1,
+        actor_learning_rate: float = 6.3e-3,
+        critic_learning_rate: float = 8.7e-3,
+        actor_architecture: Sequence[str] = ("256", "leaky_relu", "256", "leaky_relu"),
+        critic_architecture: Sequence[str] = ("256", "leaky_relu", "256", "leaky_relu"),
+        gamma: float = 0.99,
+        alpha: float = 0.07,
+        max_grad_norm: float | None = None,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        self.config = run_config(locals(), self.name)
+        super().__init__(**shared_arguments(self.config))
+        if not alpha >= 0 or not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"alpha must be >= 0 and gamma in [0, 1]; got alpha={alpha}, gamma={gamma}.")
+        # Single-sample gradients: momentum would average over correlated consecutive steps.
+        self.actor_optimizer_args = dataclasses.replace(self.actor_optimizer_args, b1=0.0)
+        self.critic_optimizer_args = dataclasses.replace(self.critic_optimizer_args, b1=0.0)
+        self.agent_config = AVGConfig(gamma=float(gamma), alpha=float(alpha))

@@ -1,0 +1,3 @@
+from ajax.agents.AVG.AVG import AVG
+
+__all__ = ["AVG"]

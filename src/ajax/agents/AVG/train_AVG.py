@@ -1,0 +1,148 @@
+"""AVG on the shared off-policy loop: one incremental update per sample, nothing stored.
+
+Per tick, on the step the loop just collected: merge the observation and return
+statistics; a critic step on the scaled soft TD error, bootstrapped from the online
+critic; an actor step on SAC's soft policy loss against the updated critic. Both
+networks see normalised observations and unit-norm penultimate features, and both use
+Adam without momentum (beta1 = 0), as the paper prescribes for single-sample updates.
+
+One departure from the paper's listing: the actor's reparameterised action is drawn
+afresh at s rather than reusing the noise that produced the executed action, which the
+loop does not keep; both are samples of pi(.|s).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from ajax.agents.AVG.core import scaled_td_loss, td_scale
+from ajax.agents.AVG.state import AVGConfig, AVGState, RunningMoments
+from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step
+from ajax.agents.SAC.core import soft_policy_loss, soft_q_target
+from ajax.environments.interaction import Transition, explore_pipeline, init_collector, sample_policy
+from ajax.evaluate import EvalPolicy
+from ajax.extensions import ExtensionStack
+from ajax.networks.actor_critic import QCritic, SquashedGaussianActor
+from ajax.networks.optim import make_optimizer, new_train_state
+from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+
+
+@struct.dataclass
+class PolicyAuxiliaries:
+    policy_loss: jax.Array
+    log_prob: jax.Array
+    actor_grad_norm: jax.Array
+
+
+@struct.dataclass
+class ValueAuxiliaries:
+    critic_loss: jax.Array
+    q_mean: jax.Array
+    td_scale: jax.Array
+    critic_grad_norm: jax.Array
+
+
+@struct.dataclass
+class AuxiliaryLogs:
+    policy: PolicyAuxiliaries
+    value: ValueAuxiliaries
+    extensions: dict
+
+
+def make_train(
+    *,
+    env_args: EnvironmentConfig,
+    network_args: NetworkConfig,
+    actor_optimizer_args: OptimizerConfig,
+    critic_optimizer_args: OptimizerConfig,
+    agent_config: AVGConfig,
+    extensions: ExtensionStack,
+    run: RunSettings,
+):
+    config = agent_config
+    actor = SquashedGaussianActor(network_args.actor_architecture, env_args.action_dim, normalize_features=True)
+    critic = QCritic(network_args.critic_architecture, normalize_features=True)
+    obs_example = jnp.zeros((1, env_args.observation_dim))
+    action_example = jnp.zeros((1, env_args.action_dim))
+
+    def init(key: jax.Array) -> AVGState:
+        rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
+        log_alpha = {"log_alpha": jnp.log(jnp.asarray(config.alpha, jnp.float32))}
+        return AVGState(
+            rng=rng,
+            actor_state=new_train_state(actor, actor_key, actor_optimizer_args, obs_example),
+            critic_state=new_train_state(critic, critic_key, critic_optimizer_args, obs_example, action_example),
+            collector_state=init_collector(env_key, env_args),
+            eval_rng=eval_key,
+            n_updates=jnp.zeros((), jnp.int32),
+            n_logs=jnp.zeros((), jnp.int32),
+            # The temperature is fixed: its state is read, never stepped.
+            alpha=LoopTrainState.create(apply_fn=None, params=log_alpha, tx=make_optimizer(OptimizerConfig(0.0))),
+            obs_moments=RunningMoments.create((env_args.observation_dim,)),
+            reward_moments=RunningMoments.create(),
+            discount_moments=RunningMoments.create(),
+            return_moments=RunningMoments.create(),
+            returns=jnp.zeros(env_args.n_envs),
+        )
+
+    def policy(state: AVGState, obs: jax.Array):
+        return actor.apply(state.actor_state.params, state.obs_moments.normalize(obs))
+
+    def merge_statistics(state: AVGState, transition: Transition) -> AVGState:
+        discount = config.gamma * (1.0 - transition.terminated.astype(jnp.float32))
+        returns = transition.reward + config.gamma * state.returns
+        return state.replace(
+            obs_moments=state.obs_moments.update(transition.next_obs),
+            reward_moments=state.reward_moments.update(transition.reward),
+            discount_moments=state.discount_moments.update(discount),
+            return_moments=state.return_moments.update(jnp.square(returns)),
+            returns=jnp.where(transition.terminated | transition.truncated, 0.0, returns),
+        )
+
+    def update(state: AVGState, transition: Transition):
+        state = merge_statistics(state, transition)
+        state, (next_key, actor_key) = state.next_keys(2)
+        alpha = jnp.exp(state.alpha.params["log_alpha"])
+        sigma = td_scale(state.reward_moments, state.discount_moments, state.return_moments)
+        batch = transition.replace(
+            obs=state.obs_moments.normalize(transition.obs), next_obs=state.obs_moments.normalize(transition.next_obs)
+        )
+
+        next_action, next_log_prob = policy(state, transition.next_obs).sample_and_log_prob(seed=next_key)
+        next_q = critic.apply(state.critic_state.params, batch.next_obs, next_action)
+        target = soft_q_target(batch.reward, batch.terminated, next_q, next_log_prob, alpha, config.gamma)
+
+        def td_loss(params, target):
+            q = critic.apply(params, batch.obs, batch.action)
+            return scaled_td_loss(target, q, sigma), jnp.mean(q)
+
+        critic_state, critic_loss, q_mean, critic_norm, critic_metrics = critic_step(
+            state.critic_state, td_loss, target, batch, state, extensions
+        )
+
+        def policy_loss(params):
+            action, log_prob = actor.apply(params, batch.obs).sample_and_log_prob(seed=actor_key)
+            return soft_policy_loss(alpha, log_prob, critic.apply(critic_state.params, batch.obs, action)), log_prob
+
+        actor_state, actor_loss, log_prob, actor_norm, actor_metrics = actor_step(
+            state.actor_state, policy_loss, batch, state, extensions
+        )
+        aux = AuxiliaryLogs(
+            PolicyAuxiliaries(actor_loss, jnp.mean(log_prob), actor_norm),
+            ValueAuxiliaries(critic_loss, q_mean, sigma, critic_norm),
+            {**critic_metrics, **actor_metrics},
+        )
+        return state.replace(actor_state=actor_state, critic_state=critic_state), aux
+
+    def greedy(state: AVGState, obs: jax.Array):
+        pi = policy(state, obs)
+        return pi.mode(), pi.entropy()
+
+    def value(state: AVGState, obs: jax.Array, action: jax.Array) -> jax.Array:
+        return critic.apply(state.critic_state.params, state.obs_moments.normalize(obs), action)
+
+    evaluation = EvalPolicy(greedy, value, config.gamma)
+    loop = TrainLoop.create(env_args, run, extensions, evaluation)
+    return loop.off_policy(init, update, 0, explore_pipeline(sample_policy, policy, env_args))

@@ -1,0 +1,71 @@
+"""REDQ: randomized ensembled double Q-learning (Chen et al. 2021, arXiv:2101.05982)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any, ClassVar
+
+from ajax.agents.base import run_config, shared_arguments
+from ajax.agents.REDQ.state import REDQConfig
+from ajax.agents.REDQ.train_REDQ import make_train
+from ajax.agents.SAC import SAC
+from ajax.extensions import Extension
+
+
+class REDQ(SAC):
+    """SAC with an ensemble of N critics, a target from a random subset of M, G updates per step.
+
+    Defaults follow the paper on SAC's settings (learning rates 3e-4, two 256-unit relu
+    layers, gamma 0.99, a 1e6 buffer, batches of 256, tau 0.005, a learned temperature
+    towards -1 per action dimension) with N = 10 critics, M = 2 and an update-to-data
+    ratio G = 20: every tick makes 20 critic updates, each on a fresh minibatch, and one
+    actor update against the ensemble's mean. learning_starts is SAC's 10,000 (the paper
+    starts at 5,000).
+    """
+
+    name: ClassVar[str] = "REDQ"
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        n_envs: int = 1,
+        actor_learning_rate: float = 3e-4,
+        critic_learning_rate: float = 3e-4,
+        alpha_learning_rate: float = 3e-4,
+        actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        buffer_size: int = 1_000_000,
+        batch_size: int = 256,
+        learning_starts: int = 10_000,
+        alpha_init: float = 1.0,
+        learn_alpha: bool = True,
+        target_entropy: float | None = None,
+        n_critics: int = 10,
+        subset_size: int = 2,
+        utd_ratio: int = 20,
+        max_grad_norm: float | None = None,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        config = run_config(locals(), self.name)
+        if not 1 <= subset_size <= n_critics:
+            raise ValueError(
+                f"subset_size={subset_size} must lie between 1 and n_critics={n_critics}: the target takes "
+                "the min over a subset of the ensemble's critics."
+            )
+        if utd_ratio < 1:
+            raise ValueError(f"utd_ratio must be a positive integer (critic updates per step), got {utd_ratio}.")
+        super().__init__(**shared_arguments(config, SAC.__init__))
+        self.config = config
+        self.agent_config = REDQConfig(
+            **{**asdict(self.agent_config), "n_critics": int(n_critics)},
+            subset_size=int(subset_size),
+            utd_ratio=int(utd_ratio),
+        )

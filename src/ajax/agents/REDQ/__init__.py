@@ -1,0 +1,3 @@
+from ajax.agents.REDQ.REDQ import REDQ
+
+__all__ = ["REDQ"]
