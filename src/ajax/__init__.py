@@ -4,10 +4,14 @@ from ajax import _compile_cache
 
 _compile_cache.configure()
 
+from ajax.agents.APO import APO  # noqa: E402
+from ajax.agents.ASAC import ASAC  # noqa: E402
+from ajax.agents.AVG import AVG  # noqa: E402
 from ajax.agents.DQN import DQN  # noqa: E402
 from ajax.agents.PPO import PPO  # noqa: E402
 from ajax.agents.PQN import PQN  # noqa: E402
+from ajax.agents.REDQ import REDQ  # noqa: E402
 from ajax.agents.SAC import SAC  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
 
-__all__ = ["DQN", "PPO", "PQN", "SAC", "TD3"]
+__all__ = ["APO", "ASAC", "AVG", "DQN", "PPO", "PQN", "REDQ", "SAC", "TD3"]

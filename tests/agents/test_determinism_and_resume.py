@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from ajax import DQN, PPO, PQN, SAC, TD3
+from ajax import APO, ASAC, AVG, DQN, PPO, PQN, REDQ, SAC, TD3
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
@@ -12,6 +12,15 @@ SMALL = ("16", "relu")
 AGENTS = {
     "PPO": lambda: PPO(
         "CartPole-v1",
+        n_envs=2,
+        n_steps=32,
+        batch_size=32,
+        n_epochs=2,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    ),
+    "APO": lambda: APO(
+        "Pendulum-v1",
         n_envs=2,
         n_steps=32,
         batch_size=32,
@@ -38,6 +47,27 @@ AGENTS = {
         actor_architecture=SMALL,
         critic_architecture=SMALL,
     ),
+    "REDQ": lambda: REDQ(
+        "Pendulum-v1",
+        n_envs=2,
+        learning_starts=100,
+        batch_size=32,
+        buffer_size=1000,
+        n_critics=4,
+        utd_ratio=3,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    ),
+    "ASAC": lambda: ASAC(
+        "Pendulum-v1",
+        n_envs=2,
+        learning_starts=100,
+        batch_size=32,
+        buffer_size=1000,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+    ),
+    "AVG": lambda: AVG("Pendulum-v1", n_envs=2, actor_architecture=SMALL, critic_architecture=SMALL),
     "DQN": lambda: DQN(
         "CartPole-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, architecture=SMALL
     ),
@@ -88,19 +118,14 @@ def test_a_run_split_in_two_equals_one_call(full_run):
         total_timesteps=TOTAL,
         logging_config=LoggingConfig(log_frequency=LOG),
     )
-    assert_same_state(state, second, rtol=1e-5)
+    # A fresh call and a resumed one run the same compiled program: the split run is exact.
+    assert_same_state(state, second)
     # The evaluations continue: the two halves' rows are the uninterrupted run's rows, at
-    # the same timesteps. Returns are compared at rtol 1e-4: the resumed program is compiled
-    # apart, its parameters agree to rtol 1e-5, and 200 steps of Pendulum's dynamics
-    # amplify that last-bit difference (TD3's returns were seen 5e-5 apart).
+    # the same timesteps.
     joined = {key: np.concatenate([first_evaluations[key], second_evaluations[key]], axis=1) for key in evaluations}
     filled, joined_filled = evaluations["timestep"][0] >= 0, joined["timestep"][0] >= 0
-    np.testing.assert_array_equal(joined["timestep"][:, joined_filled], evaluations["timestep"][:, filled])
-    np.testing.assert_allclose(
-        joined["Eval/episodic mean reward"][:, joined_filled],
-        evaluations["Eval/episodic mean reward"][:, filled],
-        rtol=1e-4,
-    )
+    for key in evaluations:
+        np.testing.assert_array_equal(joined[key][:, joined_filled], evaluations[key][:, filled], err_msg=key)
 
 
 def test_seeds_that_disagree_on_counters_are_refused(full_run):

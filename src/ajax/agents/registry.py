@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from ajax.agents.APO import APO
+from ajax.agents.ASAC import ASAC
+from ajax.agents.AVG import AVG
 from ajax.agents.base import ActorCritic
 from ajax.agents.DQN import DQN
 from ajax.agents.PPO import PPO
 from ajax.agents.PQN import PQN
+from ajax.agents.REDQ import REDQ
 from ajax.agents.SAC import SAC
 from ajax.agents.TD3 import TD3
 
-AGENTS: dict[str, type[ActorCritic]] = {"DQN": DQN, "PPO": PPO, "PQN": PQN, "SAC": SAC, "TD3": TD3}
+AGENTS: dict[str, type[ActorCritic]] = {
+    "APO": APO,
+    "ASAC": ASAC,
+    "AVG": AVG,
+    "DQN": DQN,
+    "PPO": PPO,
+    "PQN": PQN,
+    "REDQ": REDQ,
+    "SAC": SAC,
+    "TD3": TD3,
+}
