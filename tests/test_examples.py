@@ -26,3 +26,14 @@ def test_end_to_end_example_counts_every_seed():
     assert lines[0] == "cpu"
     # 16,384 // (8 * 128) + 1 = 17 rollouts of 1,024 steps for each of the 8 seeds.
     assert lines[1] == "[" + " ".join(["17408"] * 8) + "]"
+
+
+def test_average_reward_example_prints_one_estimate_per_seed():
+    lines = run_example("average_reward.py")
+    assert len(lines) == 2
+    for line in lines:
+        estimates = [float(x) for x in line.strip("[]").split()]
+        # Two seeds each; Pendulum pays between -16.3 and 0 per step, and these budgets leave
+        # the policies near random (about -6 per step), entropy term included for ASAC.
+        assert len(estimates) == 2 and estimates[0] != estimates[1]
+        assert all(-16.3 < x < 0.0 for x in estimates), line

@@ -1,7 +1,10 @@
 """ASAC (Adamczyk et al. 2025): the differential soft target and the reward-rate rule by hand,
 a probe with a known reward rate, the best action, learning, bad input.
 
-Learning calibration (2026-11-29, this machine kind): see test_asac_learns_pendulum.
+Learning calibration (2026-11-29, this machine kind): Pendulum-v1, 8k steps, 1 env,
+learning from step 1,000, 64-unit relu layers; last evaluation: seeds 0-2: -224, -185,
+-938 (mean -449; seed 2 dips after reaching -179 at 5k); seeds 3-5: -125, -134, -155.
+Threshold: mean >= -700 and median >= -400 (a random policy scores about -1,200 to -1,500).
 """
 
 import jax
@@ -79,7 +82,7 @@ def test_asac_learns_pendulum():
     relu64 = ("64", "relu", "64", "relu")
     agent = ASAC("Pendulum-v1", learning_starts=1_000, actor_architecture=relu64, critic_architecture=relu64)
     scores = last_returns(agent, 8_000, 1_000)
-    assert scores.mean() >= -1000 and scores.min() >= -1500, scores
+    assert scores.mean() >= -700 and np.median(scores) >= -400, scores
 
 
 def test_bad_input():

@@ -106,9 +106,14 @@ def test_union_counts_overlapping_spans_once():
     assert bench.union_length([]) == 0.0
 
 
-def test_pinned_kwargs_keep_sac_like_agents_updating_within_the_run():
+def test_every_registered_agent_updates_within_the_run():
+    from ajax.agents.registry import AGENTS
+
     for name in ("SAC", "TD3", "REDQ", "ASAC"):
         assert bench.PINNED_KWARGS[name]["learning_starts"] < bench.N_TIMESTEPS
+    for name in AGENTS:
+        agent, _ = bench.build_agent(name)
+        assert getattr(agent.agent_config, "learning_starts", 0) < bench.N_TIMESTEPS, name
 
 
 def test_compare_flags_an_agent_20_percent_slower(tmp_path, capsys):
