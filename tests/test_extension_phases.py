@@ -1,0 +1,54 @@
+"""Each agent declares the extension phases it folds, as the Architecture page lists them,
+and construction refuses an extension whose phase the agent never folds."""
+
+from dataclasses import dataclass
+
+import pytest
+
+from ajax.agents.registry import AGENTS
+from ajax.extensions import LOOP_PHASES, Extension
+
+REPLAY_CRITIC = {"on_target", "critic_loss", "actor_loss"}  # critic_step and actor_step / soft_actor_step
+FOLDED = {
+    "SAC": REPLAY_CRITIC,
+    "TD3": REPLAY_CRITIC,
+    "REDQ": REPLAY_CRITIC,
+    "ASAC": REPLAY_CRITIC,
+    "AVG": REPLAY_CRITIC,
+    "DQN": {"on_target", "critic_loss"},
+    "PPO": set(),
+    "APO": set(),
+    "PQN": set(),
+    "UDRL": set(),
+}
+ENV = {True: "Pendulum-v1", False: "CartPole-v1", None: "CartPole-v1"}
+
+
+def test_every_agent_declares_the_phases_the_page_lists():
+    assert set(AGENTS) <= set(FOLDED), sorted(set(AGENTS) - set(FOLDED))
+    for name, agent in AGENTS.items():
+        assert agent.supported_extension_phases == LOOP_PHASES | FOLDED[name], name
+
+
+@dataclass(frozen=True)
+class OverridesEveryAction(Extension):
+    def action(self, ctx, agent_state, ext_state, obs, action):
+        return action
+
+
+@dataclass(frozen=True)
+class AddsACriticLoss(Extension):
+    def critic_loss(self, ctx, agent_state, ext_state, batch, critic_params):
+        return 0.0, {}
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_an_unfolded_phase_is_refused_at_construction(name):
+    agent = AGENTS[name]
+    with pytest.raises(ValueError, match=f"action, which {name} never folds"):
+        agent(ENV[agent.continuous], extensions=(OverridesEveryAction(),))
+    if "critic_loss" not in agent.supported_extension_phases:
+        with pytest.raises(ValueError, match=f"critic_loss, which {name} never folds"):
+            agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),))
+    else:
+        agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),))
