@@ -13,5 +13,6 @@ from ajax.agents.PQN import PQN  # noqa: E402
 from ajax.agents.REDQ import REDQ  # noqa: E402
 from ajax.agents.SAC import SAC  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
+from ajax.agents.UDRL import UDRL  # noqa: E402
 
-__all__ = ["APO", "ASAC", "AVG", "DQN", "PPO", "PQN", "REDQ", "SAC", "TD3"]
+__all__ = ["APO", "ASAC", "AVG", "DQN", "PPO", "PQN", "REDQ", "SAC", "TD3", "UDRL"]

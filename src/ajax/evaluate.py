@@ -4,6 +4,11 @@ Episodes run side by side for the env's maximum episode length; each stops count
 its first end. Besides the return and length, the evaluation reports the policy's entropy
 and, for agents with a critic, the value bias: the critic's estimate at each evaluated step
 minus the discounted return realised from that step, in the critic's units.
+
+Most policies are stateless. One that carries something through its episodes (UDRL's
+command: the return still to collect and the steps left) hands a `PolicyCarry`: the carry
+starts from the state and advances with every reward; a stateless policy's carry is empty,
+so its program is unchanged.
 """
 
 from __future__ import annotations
@@ -23,17 +28,47 @@ from ajax.state import BaseAgentState, EnvironmentConfig
 
 # (state, observations) -> (deterministic actions, the policy's entropy at each observation)
 GreedyPolicy = Callable[[BaseAgentState, jax.Array], tuple[jax.Array, jax.Array]]
+# The same for a policy with a carry: (state, observations, carry) -> (actions, entropies)
+CarriedGreedyPolicy = Callable[[BaseAgentState, jax.Array, Any], tuple[jax.Array, jax.Array]]
 # (state, observations, actions) -> the critic's estimate of the return from there
 ValueEstimate = Callable[[BaseAgentState, jax.Array, jax.Array], jax.Array]
 
 
 @dataclass(frozen=True)
-class EvalPolicy:
-    """What an agent hands the loop so it can be evaluated."""
+class PolicyCarry:
+    """What a policy carries through its evaluation episodes, such as UDRL's command.
 
-    greedy: GreedyPolicy
+    `init(state, n)` is the carry of `n` episodes at their start; `advance(carry, rewards)`
+    the carry after a step that paid `rewards`.
+    """
+
+    init: Callable[[BaseAgentState, int], Any]
+    advance: Callable[[Any, jax.Array], Any]
+
+
+@dataclass(frozen=True)
+class EvalPolicy:
+    """What an agent hands the loop so it can be evaluated.
+
+    With a `carry`, `greedy` is a `CarriedGreedyPolicy` and reads the carry at every step.
+    """
+
+    greedy: GreedyPolicy | CarriedGreedyPolicy
     value: ValueEstimate | None = None
     gamma: float = 0.99
+    carry: PolicyCarry | None = None
+
+    def start(self, state: BaseAgentState, n: int) -> Any:
+        """The carry of `n` episodes at their start: empty for a stateless policy."""
+        return self.carry.init(state, n) if self.carry is not None else ()
+
+    def act(self, state: BaseAgentState, obs: jax.Array, carry: Any) -> tuple[jax.Array, jax.Array]:
+        """The deterministic actions and their entropies, read with the carry when there is one."""
+        return self.greedy(state, obs, carry) if self.carry is not None else self.greedy(state, obs)
+
+    def advance(self, carry: Any, reward: jax.Array) -> Any:
+        """The carry after a step that paid `reward`."""
+        return self.carry.advance(carry, reward) if self.carry is not None else carry
 
 
 def greedy_q_evaluation(q_values: Callable[[BaseAgentState, jax.Array], jax.Array], gamma: float) -> EvalPolicy:
@@ -60,17 +95,18 @@ def evaluate(
     obs, env_state = reset_envs(reset_key, eval_env)
 
     def step(carry, key):
-        obs, env_state, alive = carry
-        action, entropy = policy.greedy(state, obs)
+        obs, env_state, alive, policy_carry = carry
+        action, entropy = policy.act(state, obs, policy_carry)
         value = policy.value(state, obs, action) if policy.value is not None else jnp.zeros(num_episodes)
         obs, env_state, reward, terminated, truncated, _ = step_envs(key, env_state, action, eval_env)
         done = terminated | truncated
         record = (reward, done, alive, entropy, value)
-        return (obs, env_state, alive & ~done), record
+        return (obs, env_state, alive & ~done, policy.advance(policy_carry, reward)), record
 
     keys = jax.random.split(run_key, env_args.max_episode_steps)
     alive = jnp.ones(num_episodes, bool)
-    _, (reward, done, alive, entropy, value) = jax.lax.scan(step, (obs, env_state, alive), keys)
+    start = (obs, env_state, alive, policy.start(state, num_episodes))
+    _, (reward, done, alive, entropy, value) = jax.lax.scan(step, start, keys)
     live = alive.astype(jnp.float32)
     metrics = {
         "Eval/episodic mean reward": jnp.mean(jnp.sum(reward * live, axis=0)),

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from ajax import APO, ASAC, AVG, DQN, PPO, PQN, REDQ, SAC, TD3
+from ajax import APO, ASAC, AVG, DQN, PPO, PQN, REDQ, SAC, TD3, UDRL
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
@@ -68,6 +68,16 @@ AGENTS = {
         critic_architecture=SMALL,
     ),
     "AVG": lambda: AVG("Pendulum-v1", n_envs=2, actor_architecture=SMALL, critic_architecture=SMALL),
+    "UDRL": lambda: UDRL(
+        "CartPole-v1",
+        n_envs=2,
+        n_steps=32,
+        n_updates_per_iter=4,
+        batch_size=32,
+        buffer_size=16,
+        top_k=4,
+        architecture=SMALL,
+    ),
     "DQN": lambda: DQN(
         "CartPole-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, architecture=SMALL
     ),
@@ -100,7 +110,7 @@ def test_same_seed_same_result(full_run):
     for key in evaluations:
         np.testing.assert_array_equal(evaluations[key], evaluations_again[key])
     # ...and different seeds differ.
-    params = jax.tree.leaves(state.critic_state.params)[0]
+    params = jax.tree.leaves((state.critic_state or state.actor_state).params)[0]  # UDRL has no critic
     assert not np.allclose(params[0], params[1])
 
 

@@ -164,7 +164,7 @@ class TrainLoop:
             if store is not None:
                 state = store(state, transition)
             learning = state.collector_state.timestep >= learning_starts
-            return when(learning, self._updated(update), state, transition)
+            return when(learning, self.updated(update), state, transition)
 
         start, end, n = self.run.start_timestep, self.run.end_timestep, env_args.n_envs
         return self.train(init, step, end // n - start // n, steps_per_iteration=n)
@@ -188,7 +188,7 @@ class TrainLoop:
             state, rollout = jax.lax.scan(
                 lambda state, _: collect_experience(state, pipeline, env_args), state, None, length=n_steps
             )
-            return self._updated(update)(state, rollout, start)
+            return self.updated(update)(state, rollout, start)
 
         per_rollout = n_steps * env_args.n_envs
         return self.train(init, step, self.rollouts(per_rollout), steps_per_iteration=per_rollout)
@@ -203,7 +203,7 @@ class TrainLoop:
             rollouts += 1  # the horizon's own rollout
         return rollouts
 
-    def _updated(self, update: Update) -> Update:
+    def updated(self, update: Update) -> Update:
         """The update, then the counter and the extensions' post_update fold."""
 
         def run(state: BaseAgentState, *experience: Any) -> tuple[BaseAgentState, Any]:

@@ -12,6 +12,7 @@ from ajax.agents.PQN import PQN
 from ajax.agents.REDQ import REDQ
 from ajax.agents.SAC import SAC
 from ajax.agents.TD3 import TD3
+from ajax.agents.UDRL import UDRL
 
 AGENTS: dict[str, type[ActorCritic]] = {
     "APO": APO,
@@ -23,4 +24,5 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "REDQ": REDQ,
     "SAC": SAC,
     "TD3": TD3,
+    "UDRL": UDRL,
 }

@@ -1,0 +1,3 @@
+from ajax.agents.UDRL.UDRL import UDRL
+
+__all__ = ["UDRL"]
