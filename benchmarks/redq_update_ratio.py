@@ -27,14 +27,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from agent_bench import timed_train  # noqa: E402
 
-N_TIMESTEPS, N_ENVS = 2_000, 4
+N_TIMESTEPS, N_ENVS = 1_000, 4
 
 
 def execution_seconds(**kwargs) -> float:
     from ajax import REDQ
 
     best = float("inf")
-    for _ in range(3):  # the minimum of three trials, each a fresh agent (traced and compiled again)
+    for _ in range(2):  # the minimum of two trials, each a fresh agent (traced and compiled again)
         result = timed_train(REDQ("Pendulum-v1", n_envs=N_ENVS, **kwargs), [0], N_TIMESTEPS)
         best = min(best, result["measured_s"] - result["compile_spans_s"])
     return best
