@@ -5,6 +5,7 @@ import warnings
 import pytest
 
 from ajax import DQN, PPO, SAC
+from ajax.agents.registry import AGENTS
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
@@ -78,9 +79,17 @@ def test_bad_hyperparameters():
         SAC("Pendulum-v1", actor_learning_rate=0.0)
 
 
-def test_memory_on_an_agent_without_it():
-    with pytest.raises(NotImplementedError, match="DQN has no recurrent memory"):
-        DQN("CartPole-v1", memory={"kind": "gru", "hidden_size": 64})
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_memory_on_an_agent_without_it(name):
+    agent = AGENTS[name]
+    with pytest.raises(NotImplementedError, match=f"{name} has no recurrent memory"):
+        agent("Pendulum-v1" if agent.continuous else "CartPole-v1", memory={"kind": "gru", "hidden_size": 64})
+
+
+@pytest.mark.parametrize("name", ["TD3", "REDQ", "ASAC", "AVG"])
+def test_a_discrete_env_for_a_continuous_agent(name):
+    with pytest.raises(ValueError, match=f"{name} acts in continuous.*CartPole.*discrete"):
+        AGENTS[name]("CartPole-v1")
 
 
 def test_a_custom_env_without_the_gymnax_interface():
