@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
 from ajax.state import EnvironmentConfig
+from ajax.wrappers import Wrapper
 
 
 def gymnax_ids() -> tuple[str, ...]:
@@ -38,19 +39,15 @@ def unknown_env_message(env_id: str) -> str:
     )
 
 
-class ActionRepeat(environment.Environment):
+class ActionRepeat(Wrapper):
     """Repeat each action `repeat` times, summing rewards and stopping at a termination.
 
     The inner env counts its own steps, so a time limit stays in raw env steps.
     """
 
     def __init__(self, env: environment.Environment, repeat: int):
-        super().__init__()
-        self.env, self.repeat = env, repeat
-
-    @property
-    def default_params(self) -> Any:
-        return self.env.default_params
+        super().__init__(env)
+        self.repeat = repeat
 
     def step_env(self, key, state, action, params):
         def one(carry, key):
@@ -72,22 +69,6 @@ class ActionRepeat(environment.Environment):
         keys = jax.random.split(key, self.repeat - 1)
         (obs, state, total, terminated, info), _ = jax.lax.scan(one, carry, keys)
         return obs, state, total, terminated, info
-
-    def reset_env(self, key, params):
-        return self.env.reset_env(key, params)
-
-    def is_truncated(self, state, params):
-        return self.env.is_truncated(state, params)
-
-    def action_space(self, params):
-        return self.env.action_space(params)
-
-    def observation_space(self, params):
-        return self.env.observation_space(params)
-
-    @property
-    def num_actions(self) -> int:
-        return self.env.num_actions
 
     @property
     def name(self) -> str:

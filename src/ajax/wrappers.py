@@ -1,0 +1,165 @@
+"""Gymnax-style environment wrappers: pass one to an agent in place of an id.
+
+Each wrapper overrides `step_env`/`reset_env` only, like `ActionRepeat`, so gymnax's own
+`Environment.step` still auto-resets and reports `terminated` apart from `truncated`;
+`is_truncated` is the inner env's, so a time limit stays in raw env steps.
+
+    env, params = gymnax.make("Pendulum-v1")
+    env = ObservationNoiseWrapper(ClipAction(InitialStateWrapper(env, hanging_down)), std=0.1)
+    PPO(env, env_params=params).train(seed=0, n_timesteps=100_000)
+
+Put `InitialStateWrapper` innermost: it needs the inner env's observation function,
+which wrappers do not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from gymnax.environments import environment, spaces
+
+__all__ = ["ClipAction", "InitialStateWrapper", "ObservationNoiseWrapper", "Wrapper"]
+
+
+class Wrapper(environment.Environment):
+    """Delegate everything to the inner env; subclasses change step_env or reset_env (and ActionRepeat)."""
+
+    def __init__(self, env: environment.Environment):
+        super().__init__()
+        self.env = env
+
+    @property
+    def default_params(self) -> Any:
+        return self.env.default_params
+
+    def step_env(self, key, state, action, params):
+        return self.env.step_env(key, state, action, params)
+
+    def reset_env(self, key, params):
+        return self.env.reset_env(key, params)
+
+    def is_truncated(self, state, params):
+        return self.env.is_truncated(state, params)
+
+    def action_space(self, params):
+        return self.env.action_space(params)
+
+    def observation_space(self, params):
+        return self.env.observation_space(params)
+
+    @property
+    def num_actions(self) -> int:
+        return self.env.num_actions
+
+    @property
+    def name(self) -> str:
+        return f"{type(self).__name__}({self.env.name})"
+
+
+class ObservationNoiseWrapper(Wrapper):
+    """Add N(0, std^2) noise to every observation the agent sees, at reset and at every step.
+
+    Only the observation is noisy: the state, rewards and flags are the inner env's. The
+    step's final observation (`Transition.next_obs` at an episode's end) is noisy too, as
+    the agent would have seen it. With `std == 0` the key is passed through untouched, so
+    the wrapper is exactly the inner env.
+    """
+
+    def __init__(self, env: environment.Environment, std: float):
+        if not std >= 0.0:  # also refuses NaN
+            raise ValueError(f"ObservationNoiseWrapper needs std >= 0, got {std}.")
+        super().__init__(env)
+        self.std = float(std)
+
+    def _noisy(self, key: jax.Array, obs: Any) -> Any:
+        leaves, treedef = jax.tree.flatten(obs)
+        keys = jax.random.split(key, len(leaves))
+        noisy = [
+            leaf + self.std * jax.random.normal(k, jnp.shape(leaf), jnp.result_type(leaf, jnp.float32))
+            for k, leaf in zip(keys, leaves, strict=True)
+        ]
+        return jax.tree.unflatten(treedef, noisy)
+
+    def step_env(self, key, state, action, params):
+        if self.std == 0.0:
+            return self.env.step_env(key, state, action, params)
+        env_key, noise_key = jax.random.split(key)  # the inner env's randomness stays independent of the noise
+        obs, state, reward, terminated, info = self.env.step_env(env_key, state, action, params)
+        return self._noisy(noise_key, obs), state, reward, terminated, info
+
+    def reset_env(self, key, params):
+        if self.std == 0.0:
+            return self.env.reset_env(key, params)
+        env_key, noise_key = jax.random.split(key)
+        obs, state = self.env.reset_env(env_key, params)
+        return self._noisy(noise_key, obs), state
+
+    @property
+    def name(self) -> str:
+        return f"ObservationNoiseWrapper({self.env.name}, {self.std})"
+
+
+def _observation_fn(env: Any) -> Callable[[jax.Array, Any, Any], Any]:
+    """The inner env's state -> observation map as (key, state, params) -> obs.
+
+    Gymnax's base class defines both hooks to raise NotImplementedError, so a hook counts
+    only if the env's class overrides it; `observe` covers envs (FrozenLake) that have no get_obs.
+    """
+    base = environment.Environment
+    get_obs = getattr(type(env), "get_obs", None)
+    if get_obs is not None and get_obs is not base.get_obs:
+        return lambda key, state, params: env.get_obs(state, params)
+    observe = getattr(type(env), "observe", None)
+    if observe is not None and observe is not base.observe:
+        return lambda key, state, params: env.observe(key, state, None, params)
+    raise TypeError(
+        f"InitialStateWrapper needs the inner env's observation of a state, but {type(env).__name__} defines "
+        "neither get_obs(state, params) nor observe(key, state, action, params). Wrap the bare gymnax env "
+        "(InitialStateWrapper innermost), or give the env a get_obs."
+    )
+
+
+class InitialStateWrapper(Wrapper):
+    """Start every episode, including gymnax's auto-resets, in the state `fn(key, params)` returns.
+
+    `fn` is a JAX function returning the inner env's state type; set its `time` to 0, since
+    the inner env's time limit counts from it. The observation is the inner env's view of
+    that state, so a chosen start (Pendulum hanging down) looks like any other state.
+    """
+
+    def __init__(self, env: environment.Environment, fn: Callable[[jax.Array, Any], Any]):
+        if not callable(fn):
+            raise TypeError(f"InitialStateWrapper needs fn(key, params) -> env_state, got {type(fn).__name__}.")
+        super().__init__(env)
+        self.fn = fn
+        self._observe = _observation_fn(env)
+
+    def reset_env(self, key, params):
+        state_key, obs_key = jax.random.split(key)
+        state = self.fn(state_key, params)
+        return self._observe(obs_key, state, params), state
+
+
+class ClipAction(Wrapper):
+    """Clip a continuous action into the inner env's action box before stepping.
+
+    Ajax's loop already maps agent actions onto the box; this is for envs used outside it,
+    or for policies (a user's, an evaluation script's) that can act out of bounds.
+    """
+
+    def __init__(self, env: environment.Environment):
+        space = env.action_space(env.default_params)
+        if not isinstance(space, spaces.Box):
+            raise ValueError(
+                f"ClipAction applies to continuous (Box) action spaces, but {env.name} has "
+                f"{type(space).__name__} actions: there is nothing to clip."
+            )
+        super().__init__(env)
+
+    def step_env(self, key, state, action, params):
+        space = self.env.action_space(params)
+        action = jnp.clip(action, space.low, space.high)
+        return self.env.step_env(key, state, action, params)
