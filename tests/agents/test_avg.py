@@ -2,11 +2,13 @@
 known-answer probes, no replay and no target, learning, bad input.
 
 Learning calibration (2026-11-29, this machine kind): Pendulum-v1 with AVG's defaults (one
-env, one update per step, 256-unit layers), evaluations every 10k steps to 100k. Learning
-from single samples is slow: seeds 0-2 end at -110, -1117, -1468 (mean -898), seeds 3-5
-at -1119, -857, -990 (mean -989), from first evaluations averaging about -1,460 (random).
-Threshold (slow test, about 2.5 minutes): the mean of the last two evaluations over three
-seeds >= -1,150 (calibrated: -820 and -1,043).
+env, one update per step, 256-unit layers). Learning from single samples is slow and
+unsteady: at 100k steps three seeds ended at a mean of -820 in one run, -1,043 in another,
+and -1,334 after a change of float rounding alone, so 100k steps decide nothing. Over 300k
+steps, evaluations every 30k, seeds 0-5 vmapped (230 s): the first evaluations average
+-1,315 (random); the last five per seed average -162, -862, -1,375, -181, -1,037, -1,024
+(overall -774); two seeds hold the swing-up (-97, -144 at the end), the others oscillate.
+Threshold (slow test): the mean of the last five evaluations over the six seeds >= -1,050.
 """
 
 import jax
@@ -102,10 +104,10 @@ def test_time_limit_bootstrap():
 @pytest.mark.slow
 def test_avg_learns_pendulum():
     _, evaluations = AVG("Pendulum-v1").train(
-        seed=[0, 1, 2], n_timesteps=100_000, logging_config=LoggingConfig(log_frequency=10_000)
+        seed=[0, 1, 2, 3, 4, 5], n_timesteps=300_000, logging_config=LoggingConfig(log_frequency=30_000)
     )
     returns = np.asarray(evaluations["Eval/episodic mean reward"])
-    assert returns[:, -2:].mean() >= -1150, returns.round()
+    assert returns[:, -5:].mean() >= -1050, returns.round()
 
 
 def test_bad_input():
