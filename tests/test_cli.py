@@ -1,4 +1,5 @@
-"""The `ajax` command line: a tiny real run writes what it promises, and bad names fail cleanly with exit 2."""
+"""The `ajax` command line: a tiny real run writes what it promises, a killed run resumes to where one
+run ends, and bad names fail cleanly with exit 2."""
 
 from __future__ import annotations
 
@@ -6,11 +7,18 @@ import contextlib
 import csv
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from ajax import DQN
+from ajax.checkpoint import restore_into
 from ajax.cli import chunk_targets, main
 
 SEEDS = 2
@@ -154,3 +162,38 @@ def test_no_subcommand_prints_help(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
     assert "usage: ajax" in out and "train" in out
+
+
+def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_path):
+    """SIGKILL at the first checkpoint, `--resume`, and the run ends byte for byte where one run ends."""
+    run = ["train", "DQN", "CartPole-v1", "--timesteps", "100000", "--n-envs", "4", "--log-frequency", "5000"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main([*run, "--out", str(whole)]) == 0
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ajax.cli", *run, "--out", str(killed)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    deadline = time.monotonic() + 300
+    while not (killed / "checkpoint.ckpt").exists():
+        assert process.poll() is None and time.monotonic() < deadline, "the run ended without a checkpoint"
+        time.sleep(0.005)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    skeleton, _ = DQN("CartPole-v1", n_envs=4).train(seed=[0], n_timesteps=0, total_timesteps=100_000)
+    reached = int(restore_into(skeleton, killed / "checkpoint.ckpt").collector_state.timestep[0])
+    assert reached < 100_000  # the kill interrupted the run
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["train", "--resume", str(killed)]) == 0
+    assert (killed / "checkpoint.ckpt").read_bytes() == (whole / "checkpoint.ckpt").read_bytes()
+    assert (killed / "evaluations.jsonl").read_text() == (whole / "evaluations.jsonl").read_text()
+
+
+def test_resume_needs_a_run_folder(tmp_path, capsys):
+    assert main(["train", "--resume", str(tmp_path)]) == 2
+    assert "holds no run to resume" in capsys.readouterr().err
+    assert main(["train"]) == 2
+    assert "needs AGENT and ENV_ID, or --resume RUN_DIR" in capsys.readouterr().err

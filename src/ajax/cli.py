@@ -6,7 +6,10 @@ program. A chunked run is the same run as one uninterrupted call, because every 
 state the previous one returned and keeps the run's horizon for its schedules.
 
 The run folder gets `config.json`, `evaluations.jsonl`, `evaluations.csv` and `learning_curve.png`, so a
-run can be inspected, compared and plotted again without rerunning it.
+run can be inspected, compared and plotted again without rerunning it. After every chunk it also holds
+`checkpoint.ckpt`, the whole state written atomically, and the evaluations so far: `ajax train --resume
+RUN_DIR` continues a run stopped at any moment (even by SIGKILL) from its last chunk, and ends where the
+uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import sys
 import time
 import warnings
@@ -64,8 +68,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train AGENT on ENV_ID for every seed 0..N-1 and write config.json, evaluations.jsonl, "
         "evaluations.csv and learning_curve.png to the run folder.",
     )
-    train.add_argument("agent", metavar="AGENT", help="agent name, e.g. DQN, PPO or SAC")
-    train.add_argument("env_id", metavar="ENV_ID", help="environment id, e.g. CartPole-v1 or Pendulum-v1")
+    train.add_argument("agent", metavar="AGENT", nargs="?", help="agent name, e.g. DQN, PPO or SAC")
+    train.add_argument("env_id", metavar="ENV_ID", nargs="?", help="environment id, e.g. CartPole-v1 or Pendulum-v1")
+    train.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its last checkpoint, with the settings in its config.json",
+    )
     train.add_argument("--seeds", type=_positive_int, default=1, help="train seeds 0..N-1 (default: 1)")
     train.add_argument(
         "--timesteps", type=_positive_int, default=100_000, help="environment steps per seed (default: 100000)"
@@ -111,18 +122,21 @@ def train_in_chunks(
     total: int,
     log_frequency: int,
     num_episode_test: int | None = None,
-) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-    """Train `total` steps per seed, yielding `(timestep, evaluations)` after each chunk.
+    state: Any = None,
+) -> Iterator[tuple[int, dict[str, np.ndarray], Any]]:
+    """Train `total` steps per seed, yielding `(timestep, evaluations, state)` after each chunk.
 
-    The untrained state comes from a zero-step call so that every chunk is a resumed call of the same
-    shape: the resumed program compiles once and later chunks load it from the compile cache. Each
-    chunk trains to its target with the run's horizon, which makes the whole equal to one call.
+    The untrained state comes from a zero-step call (or is the `state` a resumed run restored) so
+    that every chunk is a resumed call of the same shape: the program compiles once and later chunks
+    load it from the compile cache. Each chunk trains to its target with the run's horizon, which
+    makes the whole equal to one call.
     """
     from ajax.logging.wandb_logging import LoggingConfig
 
     logging_config = LoggingConfig(log_frequency=log_frequency)
     extra = {} if num_episode_test is None else {"num_episode_test": num_episode_test}
-    state, _ = agent.train(seed=list(seeds), n_timesteps=0, total_timesteps=total)
+    if state is None:
+        state, _ = agent.train(seed=list(seeds), n_timesteps=0, total_timesteps=total)
     for target in chunk_targets(total, rollout_size(agent) or min(log_frequency, total)):
         current = int(state.collector_state.timestep[0])
         if current >= target:  # an on-policy rollout already overshot this chunk's end
@@ -140,7 +154,7 @@ def train_in_chunks(
                 **extra,
             )
         rows = {name: np.asarray(values) for name, values in (evaluations or {}).items()}
-        yield int(state.collector_state.timestep[0]), rows
+        yield int(state.collector_state.timestep[0]), rows, state
 
 
 def budget_warnings(agent: ActorCritic, total: int) -> list[str]:
@@ -191,9 +205,14 @@ def write_config(path: Path, agent_config: dict[str, Any], cli_arguments: dict[s
 
 
 def write_jsonl(path: Path, rows: Sequence[Row]) -> None:
-    with path.open("w") as file:
-        for row in rows:
-            file.write(json.dumps(row) + "\n")
+    """Written beside and renamed over the old file: a run killed while writing keeps the previous rows."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    os.replace(temporary, path)
+
+
+def read_jsonl(path: Path) -> list[Row]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def write_csv(path: Path, rows: Sequence[Row]) -> None:
@@ -273,10 +292,39 @@ def _resolve_agent(name: str, names: Sequence[str]) -> str | None:
     return matches[0] if matches else None
 
 
+CHECKPOINT = "checkpoint.ckpt"
+
+
+def _resumed_arguments(args: argparse.Namespace) -> str | None:
+    """Fill `args` from the run folder's config.json for --resume; an error message if it cannot be resumed."""
+    run_dir = Path(args.resume)
+    config_path, checkpoint = run_dir / "config.json", run_dir / CHECKPOINT
+    if not config_path.exists() or not checkpoint.exists():
+        return f"{run_dir} holds no run to resume: it needs the config.json and {CHECKPOINT} an `ajax train` writes."
+    cli = json.loads(config_path.read_text())["cli"]
+    args.agent, args.env_id, args.seeds, args.timesteps = cli["agent"], cli["env_id"], cli["seeds"], cli["timesteps"]
+    args.n_envs, args.log_frequency, args.num_episode_test = (
+        cli["n_envs"],
+        cli["log_frequency"],
+        cli["num_episode_test"],
+    )
+    args.out = run_dir
+    return None
+
+
 def train_command(args: argparse.Namespace, console: Console) -> int:
     """`ajax train`: build the agent (refusing bad names cleanly), train in chunks, write and summarise."""
     from ajax.agents.registry import AGENTS
+    from ajax.checkpoint import restore_into, save_checkpoint
 
+    if args.resume is not None:
+        problem = _resumed_arguments(args)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
+    elif args.agent is None or args.env_id is None:
+        print("ajax train needs AGENT and ENV_ID, or --resume RUN_DIR.", file=sys.stderr)
+        return 2
     agent_name = _resolve_agent(args.agent, list(AGENTS))
     if agent_name is None:
         print(f"Unknown agent {args.agent!r}. Available agents: {', '.join(AGENTS)}.", file=sys.stderr)
@@ -299,19 +347,31 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     seeds = list(range(int(args.seeds)))
     out = Path(args.out) if args.out is not None else _default_out(agent_name, args.env_id)
     out.mkdir(parents=True, exist_ok=True)
-    cli_arguments = {
-        "agent": agent_name,
-        "env_id": args.env_id,
-        "seeds": len(seeds),
-        "timesteps": total,
-        "n_envs": args.n_envs,
-        "log_frequency": log_frequency,
-        "num_episode_test": args.num_episode_test,
-        "out": str(out),
-    }
-    write_config(out / "config.json", agent.config, cli_arguments)
-    for message in budget_warnings(agent, total):
-        console.print(f"[yellow]Warning:[/] {message}", markup=True, highlight=False)
+    state, previous_rows = None, []
+    if args.resume is not None:
+        skeleton, _ = agent.train(seed=seeds, n_timesteps=0, total_timesteps=total)
+        state = restore_into(skeleton, out / CHECKPOINT)
+        reached = int(state.collector_state.timestep[0])
+        # Rows are written before the checkpoint: any past it belong to the chunk that will run again.
+        previous_rows = [row for row in read_jsonl(out / "evaluations.jsonl") if row["timestep"] <= reached]
+        console.print(f"Resuming {out} at timestep {reached} of {total}.", highlight=False)
+    else:
+        cli_arguments = {
+            "agent": agent_name,
+            "env_id": args.env_id,
+            "seeds": len(seeds),
+            "timesteps": total,
+            "n_envs": args.n_envs,
+            "log_frequency": log_frequency,
+            "num_episode_test": args.num_episode_test,
+            "out": str(out),
+        }
+        write_config(out / "config.json", agent.config, cli_arguments)
+        for message in budget_warnings(agent, total):
+            console.print(f"[yellow]Warning:[/] {message}", markup=True, highlight=False)
+
+    def all_rows(chunks: Sequence[dict[str, np.ndarray]]) -> list[Row]:
+        return sorted(previous_rows + evaluation_rows(chunks, seeds), key=lambda row: (row["seed"], row["timestep"]))
 
     chunks: list[dict[str, np.ndarray]] = []
     interrupted = False
@@ -327,15 +387,20 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     )
     with progress:
         task = progress.add_task(f"{agent_name} on {args.env_id} ({len(seeds)} seeds)", total=total)
+        if state is not None:
+            progress.update(task, completed=int(state.collector_state.timestep[0]))
         try:
-            for timestep, evaluations in train_in_chunks(agent, seeds, total, log_frequency, args.num_episode_test):
+            chunks_run = train_in_chunks(agent, seeds, total, log_frequency, args.num_episode_test, state)
+            for timestep, evaluations, state in chunks_run:
                 chunks.append(evaluations)
+                write_jsonl(out / "evaluations.jsonl", all_rows(chunks))
+                save_checkpoint(state, out / CHECKPOINT)
                 progress.update(task, completed=min(timestep, total))
         except KeyboardInterrupt:  # keep what the finished chunks evaluated
             interrupted = True
     wall_time = time.perf_counter() - started
 
-    rows = evaluation_rows(chunks, seeds)
+    rows = all_rows(chunks)
     write_jsonl(out / "evaluations.jsonl", rows)
     write_csv(out / "evaluations.csv", rows)
     title = f"{agent_name} on {args.env_id}"
