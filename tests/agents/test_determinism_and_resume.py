@@ -145,3 +145,9 @@ def test_seeds_that_disagree_on_counters_are_refused(full_run):
     )
     with pytest.raises(ValueError, match="same timestep"):
         AGENTS[name]().train(seed=[0, 1], n_timesteps=10, initial_state=broken)
+
+
+def test_every_registered_agent_is_held_to_the_contract():
+    from ajax.agents.registry import AGENTS as REGISTERED
+
+    assert set(AGENTS) == set(REGISTERED), "add the new agent to AGENTS above: determinism and the resume contract"
