@@ -119,3 +119,14 @@ def test_a_file_that_is_not_a_checkpoint_is_refused(halves, tmp_path):
     bad.write_bytes(b"\x80")  # an empty msgpack map
     with pytest.raises(ValueError, match="not an Ajax checkpoint"):
         restore_into(first, bad)
+
+
+def test_a_restored_state_evaluates_as_the_saved_one(halves):
+    first, path = halves
+    agent = sac()
+    skeleton, _ = agent.train(seed=[0, 1], n_timesteps=0)
+    saved = agent.evaluate(first, num_episode_test=2, seed=3)
+    restored = agent.evaluate(restore_into(skeleton, path), num_episode_test=2, seed=3)
+    assert saved["Eval/episodic mean reward"].shape == (2,)  # one return per seed
+    for name in saved:
+        np.testing.assert_array_equal(saved[name], restored[name], err_msg=name)

@@ -194,6 +194,16 @@ def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_p
 
 def test_resume_needs_a_run_folder(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path)]) == 2
-    assert "holds no run to resume" in capsys.readouterr().err
+    assert "holds no saved run" in capsys.readouterr().err
     assert main(["train"]) == 2
     assert "needs AGENT and ENV_ID, or --resume RUN_DIR" in capsys.readouterr().err
+
+
+def test_eval_reports_the_checkpointed_agents_return_per_seed(tiny_run, capsys):
+    _, _, out = tiny_run
+    assert main(["eval", str(out), "--episodes", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "return over 3 episodes" in printed
+    lines = [line for line in printed.splitlines() if line.strip("│ ").split(" ")[0] in {"0", "1"}]
+    assert len(lines) == SEEDS and all(f"{TIMESTEPS}" in line for line in lines)
+    assert main(["eval", str(out.parent / "missing")]) == 2

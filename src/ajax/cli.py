@@ -95,6 +95,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="episodes per evaluation (default: the library's)",
     )
+    evaluate = commands.add_parser(
+        "eval",
+        help="evaluate the agent a run folder checkpointed",
+        description="Restore RUN_DIR's checkpoint into the agent its config.json describes and evaluate every seed.",
+    )
+    evaluate.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a folder `ajax train` wrote")
+    evaluate.add_argument(
+        "--episodes", type=_positive_int, default=10, help="evaluation episodes per seed (default: 10)"
+    )
     return parser
 
 
@@ -298,10 +307,10 @@ CHECKPOINT = "checkpoint.ckpt"
 def _resumed_arguments(args: argparse.Namespace) -> str | None:
     """Fill `args` from the run folder's config.json for --resume; an error message if it cannot be resumed."""
     run_dir = Path(args.resume)
-    config_path, checkpoint = run_dir / "config.json", run_dir / CHECKPOINT
-    if not config_path.exists() or not checkpoint.exists():
-        return f"{run_dir} holds no run to resume: it needs the config.json and {CHECKPOINT} an `ajax train` writes."
-    cli = json.loads(config_path.read_text())["cli"]
+    problem = _saved_run(run_dir)
+    if problem is not None:
+        return problem
+    cli = json.loads((run_dir / "config.json").read_text())["cli"]
     args.agent, args.env_id, args.seeds, args.timesteps = cli["agent"], cli["env_id"], cli["seeds"], cli["timesteps"]
     args.n_envs, args.log_frequency, args.num_episode_test = (
         cli["n_envs"],
@@ -310,6 +319,35 @@ def _resumed_arguments(args: argparse.Namespace) -> str | None:
     )
     args.out = run_dir
     return None
+
+
+def _saved_run(run_dir: Path) -> str | None:
+    """Why `run_dir` holds no run to resume or evaluate; None when it holds one."""
+    if (run_dir / "config.json").exists() and (run_dir / CHECKPOINT).exists():
+        return None
+    return f"{run_dir} holds no saved run: it needs the config.json and {CHECKPOINT} an `ajax train` writes."
+
+
+def eval_command(args: argparse.Namespace, console: Console) -> int:
+    """`ajax eval RUN_DIR`: the checkpointed agent's greedy return, per seed."""
+    from ajax.agents.registry import AGENTS
+    from ajax.checkpoint import restore_into
+
+    problem = _saved_run(args.run_dir)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
+    cli = json.loads((args.run_dir / "config.json").read_text())["cli"]
+    agent = AGENTS[cli["agent"]](cli["env_id"], **({} if cli["n_envs"] is None else {"n_envs": cli["n_envs"]}))
+    seeds = list(range(int(cli["seeds"])))
+    skeleton, _ = agent.train(seed=seeds, n_timesteps=0, total_timesteps=cli["timesteps"])
+    state = restore_into(skeleton, args.run_dir / CHECKPOINT)
+    returns = agent.evaluate(state, num_episode_test=args.episodes)[EVAL_RETURN]
+    timestep = int(state.collector_state.timestep[0])
+    finals = {seed: (timestep, float(returns[index])) for index, seed in enumerate(seeds)}
+    title = f"{cli['agent']} on {cli['env_id']}: return over {args.episodes} episodes"
+    console.print(summary_table(finals, title))
+    return 0
 
 
 def train_command(args: argparse.Namespace, console: Console) -> int:
@@ -427,6 +465,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "eval":
+        return eval_command(args, Console())
     return train_command(args, Console())
 
 

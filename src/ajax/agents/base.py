@@ -214,6 +214,22 @@ class ActorCritic:
         state = jax.block_until_ready(state)
         return state, (rows if logging_config is not None else None)
 
+    def evaluate(self, state: BaseAgentState, num_episode_test: int = 10, seed: int = 0) -> dict[str, np.ndarray]:
+        """Evaluate every seed of a trained (or restored) state: each metric per seed.
+
+        The same episodes the logging gate runs, with keys drawn from `seed` rather than from
+        the state, so evaluating leaves the run itself untouched.
+        """
+        if num_episode_test < 1:
+            raise ValueError(f"num_episode_test must be a positive integer, got {num_episode_test}.")
+        timestep = shared_counters(state)["timestep"]
+        run = RunSettings(timestep, timestep, timestep, num_episode_test=num_episode_test)
+        one_seed = self.get_make_train()(run=run)
+        n_seeds = jax.tree.leaves(state.rng)[0].shape[0]
+        keys = jax.random.split(jax.random.PRNGKey(seed), n_seeds)
+        metrics = jax.jit(jax.vmap(one_seed.evaluate))(state, keys)
+        return {name: np.asarray(values) for name, values in metrics.items()}
+
     def _fresh_program(self, one_seed: Callable, run: RunSettings) -> Callable:
         """The jitted, seed-vmapped initial state (with the extensions' init and pretrain folds)."""
         cache_key = ("fresh", run.total_timesteps)

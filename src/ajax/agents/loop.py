@@ -223,8 +223,9 @@ class TrainLoop:
         """The run of one seed: `num_iterations` of `step`, each followed by the logging gate.
 
         The returned function's `cache_key` holds everything of the run settings its program
-        depends on, so calls that differ only in where they start share one program, and its
-        `fresh_state(key)` builds the state a fresh run starts from.
+        depends on, so calls that differ only in where they start share one program, its
+        `fresh_state(key)` builds the state a fresh run starts from, and its `evaluate(state,
+        key)` runs one evaluation.
         """
         if num_iterations < 0:
             raise ValueError("A call cannot end before it starts.")
@@ -238,11 +239,12 @@ class TrainLoop:
             train = build_resumable_train(self.fresh_state(init), iteration, num_iterations)
             train.cache_key = (num_iterations, self.run.total_timesteps)
             train.fresh_state = self.fresh_state(init)
+            train.evaluate = self.evaluate
             return train
 
         def metrics(state: BaseAgentState, key: jax.Array, aux: Any) -> dict[str, jax.Array]:
             return {
-                **evaluate(state, key, self.env_args, self.evaluation, self.run.num_episode_test),
+                **self.evaluate(state, key),
                 TRAIN_RETURN: train_return(state),
                 **flatten_metrics(aux),
                 **self.extensions.fold_eval_metrics(state),
@@ -282,4 +284,11 @@ class TrainLoop:
 
         train.cache_key = (num_iterations, self.run.total_timesteps, log_frequency, self.run.num_episode_test, count)
         train.fresh_state = fresh_state
+        train.evaluate = self.evaluate
         return train
+
+    def evaluate(self, state: BaseAgentState, key: jax.Array) -> dict[str, jax.Array]:
+        """One evaluation of one seed's state, as the logging gate runs it (`ajax eval` calls it alone)."""
+        if self.evaluation is None:
+            raise ValueError("This agent hands the loop no evaluation policy.")
+        return evaluate(state, key, self.env_args, self.evaluation, self.run.num_episode_test)
