@@ -6,7 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax.environments.create import ActionRepeat, known_env_ids, prepare_env
+from ajax.environments.create import ActionRepeat, prepare_env
+from ajax.environments.ids import known_env_ids
 from ajax.environments.interaction import step_envs
 from tests.probe_envs import BestAction
 
@@ -56,3 +57,22 @@ def test_every_step_maps_agent_actions_onto_the_box():
     # Box [-1, 1]: the map is the identity inside it and clips outside it; reward 1 - (a - 0.5)^2.
     _, _, reward, _, _, _ = step_envs(key, env_state, jnp.array([[0.5], [2.0], [-3.0]]), env_args)
     np.testing.assert_allclose(reward, [1.0, 0.75, -1.25], rtol=1e-6)
+
+
+class OldStepAPI(BestAction):
+    """A gymnax 0.x-style env: step returns (obs, state, reward, done, info), one flag for both endings."""
+
+    def step(self, key, state, action, params=None):
+        obs, state, reward, terminated, truncated, info = super().step(key, state, action, params)
+        return obs, state, reward, terminated | truncated, info
+
+
+def test_a_custom_env_must_follow_the_gymnax_interface():
+    class NotAnEnv:
+        def reset(self, key, params):
+            return None
+
+    with pytest.raises(TypeError, match="lacks step, action_space, observation_space, default_params"):
+        prepare_env(NotAnEnv())
+    with pytest.raises(TypeError, match=r"gymnax 1.x's \(obs, state, reward, terminated, truncated, info\)"):
+        prepare_env(OldStepAPI(continuous=True))

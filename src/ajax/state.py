@@ -63,6 +63,12 @@ class BaseAgentState:
         return self.replace(rng=keys[0]), tuple(keys[1:])
 
 
+# The names of the vmaps over seeds and over env copies: a value summed over both (e.g. "did
+# any episode end?") is the same for the whole program, so a branch on it stays a branch.
+SEED_AXIS = "seed"
+ENV_AXIS = "envs"
+
+
 @dataclass(frozen=True)
 class EnvironmentConfig:
     """The environment an agent trains on, and what its spaces imply."""

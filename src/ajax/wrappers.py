@@ -21,6 +21,8 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
+from ajax.environments.brax_like import BraxLikeEnv, step_resetting_when_done
+
 __all__ = ["ClipAction", "InitialStateWrapper", "ObservationNoiseWrapper", "Wrapper"]
 
 
@@ -43,6 +45,18 @@ class Wrapper(environment.Environment):
 
     def is_truncated(self, state, params):
         return self.env.is_truncated(state, params)
+
+    def step(self, key, state, action, params=None):
+        """The innermost env's auto-reset: Brax and Playground reset only when an episode ended."""
+        root = self.unwrapped
+        if isinstance(root, BraxLikeEnv):
+            params = self.default_params if params is None else params
+            return step_resetting_when_done(self, key, state, action, params, root.differentiable_reset)
+        return super().step(key, state, action, params)
+
+    @property
+    def unwrapped(self) -> environment.Environment:
+        return getattr(self.env, "unwrapped", self.env)
 
     def action_space(self, params):
         return self.env.action_space(params)

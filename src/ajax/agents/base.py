@@ -23,7 +23,7 @@ from ajax.environments.create import check_action_space, prepare_env
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.mlp import parse_architecture
-from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
 def run_config(arguments: dict[str, Any], name: str, exclude: Sequence[str] = ()) -> dict[str, Any]:
@@ -227,14 +227,14 @@ class ActorCritic:
         one_seed = self.get_make_train()(run=run)
         n_seeds = jax.tree.leaves(state.rng)[0].shape[0]
         keys = jax.random.split(jax.random.PRNGKey(seed), n_seeds)
-        metrics = jax.jit(jax.vmap(one_seed.evaluate))(state, keys)
+        metrics = jax.jit(jax.vmap(one_seed.evaluate, axis_name=SEED_AXIS))(state, keys)
         return {name: np.asarray(values) for name, values in metrics.items()}
 
     def _fresh_program(self, one_seed: Callable, run: RunSettings) -> Callable:
         """The jitted, seed-vmapped initial state (with the extensions' init and pretrain folds)."""
         cache_key = ("fresh", run.total_timesteps)
         if cache_key not in self._programs:
-            self._programs[cache_key] = jax.jit(jax.vmap(one_seed.fresh_state))
+            self._programs[cache_key] = jax.jit(jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS))
         return self._programs[cache_key]
 
     def _program(self, one_seed: Callable) -> Callable:
@@ -243,7 +243,7 @@ class ActorCritic:
 
             def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
                 axes = _unbatched_counters(jax.tree.map(lambda _: 0, state), lambda _: None)
-                return jax.vmap(one_seed, in_axes=(0, axes))(keys, state)
+                return jax.vmap(one_seed, in_axes=(0, axes), axis_name=SEED_AXIS)(keys, state)
 
             self._programs[one_seed.cache_key] = jax.jit(resume, donate_argnums=(1,))
         return self._programs[one_seed.cache_key]

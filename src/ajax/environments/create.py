@@ -1,42 +1,37 @@
 """Build an environment from an id and describe it for the agents.
 
-An id is looked up among the backends' registries; gymnax ids are available now. An
-unknown id fails at construction with the closest known ids, before anything compiles.
+An id routes to its backend: gymnax, Brax, MuJoCo Playground or TargetGym (whose
+environments are gymnax environments). Brax and Playground environments come behind
+Ajax's own layer (`brax_like.BraxLikeEnv`: time limit, final observation, auto-reset only
+when an episode ended). An unknown id, or an id whose package is missing, fails at
+construction with what to do, before anything compiles.
 """
 
 from __future__ import annotations
 
-import difflib
+import importlib
 import math
+import warnings
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
+from ajax.environments.brax_like import make_brax, make_playground
+from ajax.environments.ids import (
+    PACKAGES,
+    PLAYGROUND_MENAGERIE_IDS,
+    backend_of,
+    missing_package_message,
+    unknown_env_message,
+)
 from ajax.state import EnvironmentConfig
 from ajax.wrappers import Wrapper
 
 
-def gymnax_ids() -> tuple[str, ...]:
-    import gymnax
-
-    return tuple(gymnax.registered_envs)
-
-
-def known_env_ids() -> tuple[str, ...]:
-    """Every id `prepare_env` can build."""
-    return gymnax_ids()
-
-
-def unknown_env_message(env_id: str) -> str:
-    ids = known_env_ids()
-    close = difflib.get_close_matches(env_id, ids, n=5, cutoff=0.4)
-    hint = f" Closest ids: {', '.join(close)}." if close else ""
-    return (
-        f"Unknown environment id {env_id!r}.{hint} Known gymnax ids: {', '.join(ids)}. "
-        "Pass one of these, or a gymnax-style environment object with its params."
-    )
+class EnvironmentAssetsMissingError(RuntimeError):
+    """An environment's model files are not on this machine and could not be fetched."""
 
 
 class ActionRepeat(Wrapper):
@@ -76,12 +71,87 @@ class ActionRepeat(Wrapper):
 
 
 def _check_custom_env(env: Any) -> None:
-    missing = [m for m in ("reset", "step", "action_space", "observation_space") if not hasattr(env, m)]
+    """A user's env must follow gymnax's 1.x interface; say which part is missing."""
+    required = ("reset", "step", "action_space", "observation_space", "default_params")
+    missing = [m for m in required if not hasattr(env, m)]
     if missing:
         raise TypeError(
             f"A custom environment must follow gymnax's interface; {type(env).__name__} lacks "
-            f"{', '.join(missing)}. Pass a gymnax id or a gymnax.environments.Environment."
+            f"{', '.join(missing)}. Subclass gymnax.environments.environment.Environment (reset_env, step_env, "
+            "action_space, observation_space, default_params), or pass an environment id."
         )
+    params = env.default_params
+    key = jax.random.PRNGKey(0)
+    try:
+        obs, state = jax.eval_shape(env.reset, key, params)
+        action = env.action_space(params).sample(key)
+        out = jax.eval_shape(env.step, key, state, action, params)
+    except Exception as error:
+        raise TypeError(
+            f"{type(env).__name__}'s reset(key, params) or step(key, state, action, params) failed when traced "
+            f"({type(error).__name__}: {error}). Ajax calls them inside jax.jit and jax.vmap."
+        ) from error
+    if not isinstance(out, tuple) or len(out) != 6:
+        raise TypeError(
+            f"{type(env).__name__}.step must return gymnax 1.x's (obs, state, reward, terminated, truncated, info); "
+            f"it returned {len(out) if isinstance(out, tuple) else type(out).__name__} values. Terminated and "
+            "truncated are kept apart so agents bootstrap at a time limit and never past a terminal."
+        )
+    if not isinstance(out[5], dict) or "final_observation" not in out[5]:
+        raise TypeError(
+            f"{type(env).__name__}.step's info must hold 'final_observation', the observation the step reached "
+            "before any auto-reset (gymnax's Environment.step provides it)."
+        )
+
+
+def _import_backend(env_id: str, backend: str) -> None:
+    try:
+        with warnings.catch_warnings():  # TargetGym's do-mpc warns about features Ajax does not use
+            warnings.simplefilter("ignore")
+            importlib.import_module(PACKAGES[backend][1])
+    except ImportError as error:
+        raise ImportError(missing_package_message(env_id, backend, error)) from error
+
+
+def _load_playground(env_id: str, episode_length: int | None, differentiable_reset: bool) -> environment.Environment:
+    if env_id not in PLAYGROUND_MENAGERIE_IDS:
+        return make_playground(env_id, episode_length, differentiable_reset)
+    from mujoco_playground._src import mjx_env
+
+    try:
+        return make_playground(env_id, episode_length, differentiable_reset)
+    except Exception as error:  # a failed git clone, or a partial checkout that lacks the model files
+        raise EnvironmentAssetsMissingError(
+            f"MuJoCo Playground's {env_id!r} needs the MuJoCo Menagerie robot models at {mjx_env.MENAGERIE_PATH}, "
+            f"which Playground downloads with git at first use, and loading them failed ({type(error).__name__}: "
+            f"{error}). On a machine without network, copy a checkout of mujoco_menagerie at commit "
+            f"{mjx_env.MENAGERIE_COMMIT_SHA} to that path, or train on a dm_control suite task that ships its "
+            "models (CartpoleBalance, CheetahRun, HopperHop, ...)."
+        ) from None
+
+
+def make_env(
+    env_id: str, episode_length: int | None = None, differentiable_reset: bool = False
+) -> tuple[environment.Environment, Any]:
+    """The environment and its default params for an id, from its backend."""
+    backend = backend_of(env_id)
+    if backend is None:
+        raise ValueError(unknown_env_message(env_id))
+    if backend == "gymnax":
+        import gymnax
+
+        return gymnax.make(env_id)
+    _import_backend(env_id, backend)
+    if backend == "targetgym":
+        import target_gym
+
+        env = getattr(target_gym, env_id)()
+        return env, env.default_params
+    if backend == "brax":
+        env = make_brax(env_id, episode_length, differentiable_reset)
+    else:
+        env = _load_playground(env_id, episode_length, differentiable_reset)
+    return env, env.default_params
 
 
 def prepare_env(
@@ -91,18 +161,20 @@ def prepare_env(
     episode_length: int | None = None,
     action_repeat: int = 1,
     env_params: Any = None,
+    differentiable_reset: bool = False,
 ) -> EnvironmentConfig:
-    """The environment an agent trains on, with the settings every agent hands over."""
+    """The environment an agent trains on, with the settings every agent hands over.
+
+    `differentiable_reset` (Brax and Playground) computes the auto-reset on every step
+    instead of only on steps where an episode ended, for programs that differentiate
+    through the environment.
+    """
     if n_envs < 1:
         raise ValueError(f"n_envs must be a positive integer, got {n_envs}.")
     if action_repeat < 1:
         raise ValueError(f"action_repeat must be a positive integer, got {action_repeat}.")
     if isinstance(env_id, str):
-        if env_id not in gymnax_ids():
-            raise ValueError(unknown_env_message(env_id))
-        import gymnax
-
-        env, default_params = gymnax.make(env_id)
+        env, default_params = make_env(env_id, episode_length, differentiable_reset)
     else:
         _check_custom_env(env_id)
         env, default_params = env_id, env_id.default_params

@@ -17,7 +17,7 @@ from flax import struct
 
 from ajax.environments.utils import flatten_observation, to_env_action, uniform_action
 from ajax.schedule import Schedule, at
-from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig
+from ajax.state import ENV_AXIS, BaseAgentState, CollectorState, EnvironmentConfig
 
 
 @struct.dataclass
@@ -41,7 +41,8 @@ Explore = Callable[[Any, jax.Array, jax.Array], jax.Array]
 
 def reset_envs(key: jax.Array, env_args: EnvironmentConfig) -> tuple[jax.Array, Any]:
     keys = jax.random.split(key, env_args.n_envs)
-    obs, env_state = jax.vmap(env_args.env.reset, in_axes=(0, None))(keys, env_args.env_params)
+    reset = jax.vmap(env_args.env.reset, in_axes=(0, None), axis_name=ENV_AXIS)
+    obs, env_state = reset(keys, env_args.env_params)
     return flatten_observation(obs), env_state
 
 
@@ -51,9 +52,8 @@ def step_envs(
     """Step every copy once: (obs after auto-reset, state, reward, terminated, truncated, final obs)."""
     keys = jax.random.split(key, env_args.n_envs)
     env_action = to_env_action(action, env_args)
-    obs, env_state, reward, terminated, truncated, info = jax.vmap(env_args.env.step, in_axes=(0, 0, 0, None))(
-        keys, env_state, env_action, env_args.env_params
-    )
+    step = jax.vmap(env_args.env.step, in_axes=(0, 0, 0, None), axis_name=ENV_AXIS)
+    obs, env_state, reward, terminated, truncated, info = step(keys, env_state, env_action, env_args.env_params)
     terminated = jnp.asarray(terminated, bool)
     truncated = jnp.asarray(truncated, bool) & ~terminated  # a true terminal wins a tie
     return (
