@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from flax import serialization
 
 from ajax.environments.interaction import reset_envs, step_envs
+from ajax.environments.obs_norm import normalize_observation
 from ajax.networks.actor_critic import chosen_q
 from ajax.state import BaseAgentState, EnvironmentConfig
 
@@ -93,12 +94,15 @@ def evaluate(
     eval_env = dataclasses.replace(env_args, n_envs=num_episodes)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = reset_envs(reset_key, eval_env)
+    normalizer, normalization = state.collector_state.normalizer, env_args.normalization
+    obs = normalize_observation(normalizer, obs, normalization)
 
     def step(carry, key):
         obs, env_state, alive, policy_carry = carry
         action, entropy = policy.act(state, obs, policy_carry)
         value = policy.value(state, obs, action) if policy.value is not None else jnp.zeros(num_episodes)
         obs, env_state, reward, terminated, truncated, _ = step_envs(key, env_state, action, eval_env)
+        obs = normalize_observation(normalizer, obs, normalization)
         done = terminated | truncated
         record = (reward, done, alive, entropy, value)
         return (obs, env_state, alive & ~done, policy.advance(policy_carry, reward)), record

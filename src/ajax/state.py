@@ -15,6 +15,8 @@ import jax
 from flax import struct
 from flax.training.train_state import TrainState
 
+from ajax.environments.obs_norm import NormalizationConfig
+
 
 class LoopTrainState(TrainState):
     """A flax TrainState with target parameters, for the agents that bootstrap from them."""
@@ -38,6 +40,7 @@ class CollectorState:
     last_episodic_return: jax.Array  # each env's last finished return, NaN before one
     buffer_state: Any = None
     expert_state: Any = None
+    normalizer: Any = None  # obs_norm.Normalizer: running observation/reward statistics, when on
 
 
 @struct.dataclass
@@ -82,6 +85,7 @@ class EnvironmentConfig:
     action_low: tuple[float, ...] = ()
     action_high: tuple[float, ...] = ()
     max_episode_steps: int = 1000
+    normalization: NormalizationConfig = NormalizationConfig()
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ the seeds, waits, and returns `(state, evaluations)`: every leaf with a leading 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import warnings
@@ -20,6 +21,7 @@ import numpy as np
 
 from ajax.agents.loop import RunSettings
 from ajax.environments.create import check_action_space, prepare_env
+from ajax.environments.obs_norm import NormalizationConfig
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.mlp import parse_architecture
@@ -100,6 +102,8 @@ class ActorCritic:
         episode_length: int | None = None,
         action_repeat: int = 1,
         env_params: Any = None,
+        normalize_observations: bool = False,
+        normalize_rewards: bool = False,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
     ) -> None:
@@ -111,6 +115,10 @@ class ActorCritic:
             env_id, n_envs=n_envs, episode_length=episode_length, action_repeat=action_repeat, env_params=env_params
         )
         check_action_space(self.env_args, self.name, continuous=self.continuous)
+        # The reward scale is the spread of the agent's discounted return (0.99 for agents without a discount).
+        gamma = getattr(self, "config", {}).get("gamma", 0.99)
+        normalization = NormalizationConfig(bool(normalize_observations), bool(normalize_rewards), float(gamma))
+        self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
         parse_architecture(actor_architecture)
         parse_architecture(critic_architecture)
         self.network_args = NetworkConfig(tuple(map(str, actor_architecture)), tuple(map(str, critic_architecture)))

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ajax.environments.obs_norm import init_normalizer, observe_reset, observe_step
 from ajax.environments.utils import flatten_observation, to_env_action, uniform_action
 from ajax.schedule import Schedule, at
 from ajax.state import ENV_AXIS, BaseAgentState, CollectorState, EnvironmentConfig
@@ -69,6 +70,8 @@ def step_envs(
 def init_collector(key: jax.Array, env_args: EnvironmentConfig, buffer_state: Any = None) -> CollectorState:
     obs, env_state = reset_envs(key, env_args)
     n = env_args.n_envs
+    normalizer = init_normalizer(env_args.normalization, env_args.observation_dim, n)
+    normalizer, obs = observe_reset(normalizer, obs, env_args.normalization)
     return CollectorState(
         env_state=env_state,
         last_obs=obs,
@@ -76,6 +79,7 @@ def init_collector(key: jax.Array, env_args: EnvironmentConfig, buffer_state: An
         episodic_return=jnp.zeros((n,), jnp.float32),
         last_episodic_return=jnp.full((n,), jnp.nan, jnp.float32),
         buffer_state=buffer_state,
+        normalizer=normalizer,
     )
 
 
@@ -92,8 +96,12 @@ def collect_experience(
         step_key, collector.env_state, action, env_args
     )
     done = terminated | truncated
-    episodic_return = collector.episodic_return + reward
+    episodic_return = collector.episodic_return + reward  # in the env's own units
+    normalizer, obs, final_obs, reward = observe_step(
+        collector.normalizer, obs, final_obs, reward, done, env_args.normalization
+    )
     collector = collector.replace(
+        normalizer=normalizer,
         env_state=env_state,
         last_obs=obs,
         timestep=collector.timestep + env_args.n_envs,

@@ -45,7 +45,8 @@ class AVG(ActorCritic):
         memory: Any = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
-        super().__init__(**shared_arguments(self.config))
+        # AVG normalises observations and scales its TD error itself, as its paper does (state.py, core.py).
+        super().__init__(**shared_arguments(self.config, normalize_observations=False, normalize_rewards=False))
         if not alpha >= 0 or not 0.0 <= gamma <= 1.0:
             raise ValueError(f"alpha must be >= 0 and gamma in [0, 1]; got alpha={alpha}, gamma={gamma}.")
         # Single-sample gradients: momentum would average over correlated consecutive steps.

@@ -48,6 +48,8 @@ class TD3(ActorCritic):
         episode_length: int | None = None,
         action_repeat: int = 1,
         env_params: Any = None,
+        normalize_observations: bool = False,
+        normalize_rewards: bool = False,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
     ) -> None:

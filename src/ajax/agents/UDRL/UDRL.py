@@ -87,6 +87,8 @@ class UDRL(ActorCritic):
                 critic_learning_rate=learning_rate,
                 actor_architecture=architecture,
                 critic_architecture=architecture,
+                normalize_observations=False,  # commands are returns in the env's units: its rewards stay raw
+                normalize_rewards=False,
             )
         )
         if not architecture:

@@ -1,0 +1,132 @@
+"""Agent-side running normalisation of observations and rewards.
+
+The statistics live in the agent state (`CollectorState.normalizer`), not in an env
+wrapper: every env copy and the evaluation episodes share one estimate, it is saved with
+a checkpoint and resumed with the run, and evaluation reads it without updating it.
+
+- Observations: (o - mean) / sqrt(var + eps), clipped to [-clip, clip], with the mean and
+  variance of every observation collected so far (the ones after auto-resets included).
+- Rewards: r / sqrt(Var[G] + eps), clipped, where G is each env's running discounted return
+  G <- gamma G + r, restarted at every episode end (the VecNormalize scheme: the reward
+  scale is the spread of the returns the critic regresses to, and it is not re-centred,
+  so the sign of a reward survives).
+
+Statistics combine batch by batch with Chan et al.'s parallel update, exact for any batch
+size; the count starts at a tiny epsilon so the first batch sets the estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+EPSILON = 1e-8
+
+
+@dataclass(frozen=True)
+class NormalizationConfig:
+    """Which normalisations collection applies; `gamma` is the return's discount for the reward scale."""
+
+    observations: bool = False
+    rewards: bool = False
+    gamma: float = 0.99
+    clip_observations: float = 10.0
+    clip_rewards: float = 10.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.observations or self.rewards
+
+
+@struct.dataclass
+class RunningStatistics:
+    count: jax.Array
+    mean: jax.Array
+    var: jax.Array
+
+
+def init_statistics(shape: tuple[int, ...]) -> RunningStatistics:
+    return RunningStatistics(
+        count=jnp.asarray(1e-4, jnp.float32), mean=jnp.zeros(shape, jnp.float32), var=jnp.ones(shape, jnp.float32)
+    )
+
+
+def update_statistics(stats: RunningStatistics, batch: jax.Array) -> RunningStatistics:
+    """Fold a batch (leading axis) into the running mean and variance (Chan et al., 1979)."""
+    batch = batch.astype(jnp.float32)
+    n = jnp.asarray(batch.shape[0], jnp.float32)
+    batch_mean, batch_var = jnp.mean(batch, axis=0), jnp.var(batch, axis=0)
+    total = stats.count + n
+    delta = batch_mean - stats.mean
+    mean = stats.mean + delta * n / total
+    m2 = stats.var * stats.count + batch_var * n + delta**2 * stats.count * n / total
+    return RunningStatistics(count=total, mean=mean, var=m2 / total)
+
+
+def standardize(stats: RunningStatistics, x: jax.Array, clip: float) -> jax.Array:
+    return jnp.clip((x - stats.mean) / jnp.sqrt(stats.var + EPSILON), -clip, clip)
+
+
+def scale(stats: RunningStatistics, x: jax.Array, clip: float) -> jax.Array:
+    return jnp.clip(x / jnp.sqrt(stats.var + EPSILON), -clip, clip)
+
+
+@struct.dataclass
+class Normalizer:
+    """The running statistics one seed carries; a field is None when that normalisation is off."""
+
+    observations: RunningStatistics | None
+    returns: RunningStatistics | None
+    discounted_return: jax.Array | None  # each env's running discounted return
+
+
+def init_normalizer(config: NormalizationConfig, observation_dim: int, n_envs: int) -> Normalizer | None:
+    if not config.enabled:
+        return None
+    return Normalizer(
+        observations=init_statistics((observation_dim,)) if config.observations else None,
+        returns=init_statistics(()) if config.rewards else None,
+        discounted_return=jnp.zeros((n_envs,), jnp.float32) if config.rewards else None,
+    )
+
+
+def observe_reset(normalizer: Normalizer | None, obs: jax.Array, config: NormalizationConfig):
+    """The first observations of a run: they start the statistics, then are normalised by them."""
+    if normalizer is None or normalizer.observations is None:
+        return normalizer, obs
+    stats = update_statistics(normalizer.observations, obs)
+    return normalizer.replace(observations=stats), standardize(stats, obs, config.clip_observations)
+
+
+def observe_step(
+    normalizer: Normalizer | None,
+    obs: jax.Array,
+    final_obs: jax.Array,
+    reward: jax.Array,
+    done: jax.Array,
+    config: NormalizationConfig,
+) -> tuple[Normalizer | None, jax.Array, jax.Array, jax.Array]:
+    """Update the statistics with one step of every env copy; the normalised (obs, final_obs, reward)."""
+    if normalizer is None:
+        return normalizer, obs, final_obs, reward
+    if normalizer.observations is not None:
+        stats = update_statistics(normalizer.observations, obs)
+        normalizer = normalizer.replace(observations=stats)
+        obs = standardize(stats, obs, config.clip_observations)
+        final_obs = standardize(stats, final_obs, config.clip_observations)
+    if normalizer.returns is not None:
+        discounted = config.gamma * normalizer.discounted_return + reward
+        stats = update_statistics(normalizer.returns, discounted)
+        reward = scale(stats, reward, config.clip_rewards)
+        normalizer = normalizer.replace(returns=stats, discounted_return=jnp.where(done, 0.0, discounted))
+    return normalizer, obs, final_obs, reward
+
+
+def normalize_observation(normalizer: Normalizer | None, obs: jax.Array, config: NormalizationConfig) -> jax.Array:
+    """What the agent sees of `obs` under the current statistics, which stay as they are (evaluation)."""
+    if normalizer is None or normalizer.observations is None:
+        return obs
+    return standardize(normalizer.observations, obs, config.clip_observations)
