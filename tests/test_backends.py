@@ -242,3 +242,11 @@ def test_sac_trains_on_a_targetgym_plane():
 
     agent = SAC("Plane", n_envs=2, learning_starts=256, episode_length=100)
     finite_run(agent, 1024, 512)
+
+
+def test_without_fresh_resets_every_episode_restarts_from_the_first_state(playground_cartpole):
+    env = BraxLikeEnv(playground_cartpole, "first", episode_length=2, fresh_reset=False)
+    obs, next_obs, _, _, _, truncated, _ = twin_transitions(env, 6, n_envs=2)
+    starts = np.asarray(next_obs)[np.asarray(truncated)[:, 0]]  # (episodes, copies, obs)
+    np.testing.assert_allclose(starts, np.broadcast_to(np.asarray(obs)[0], starts.shape), rtol=1e-6)
+    assert not np.allclose(starts[:, 0], starts[:, 1])  # each copy keeps its own first state

@@ -8,7 +8,7 @@ import pytest
 from gymnax.environments.classic_control.pendulum import EnvState as PendulumState
 
 from ajax.environments.create import prepare_env
-from ajax.wrappers import ClipAction, InitialStateWrapper, ObservationNoiseWrapper
+from ajax.wrappers import AutoReset, ClipAction, InitialStateWrapper, ObservationNoiseWrapper
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward, ProbeState, TerminalTwin
 
 
@@ -163,3 +163,29 @@ def test_an_agent_trains_on_a_wrapped_env():
     state, _ = agent.train(seed=0, n_timesteps=256)
     leaves = [leaf for leaf in jax.tree.leaves(state) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)]
     assert leaves and all(np.isfinite(np.asarray(leaf)).all() for leaf in leaves)
+
+
+def test_auto_reset_steps_exactly_as_gymnax_and_branches_on_episode_ends():
+    env, params = gymnax.make("CartPole-v1")
+    params = params.replace(max_steps_in_episode=7)
+    wrapped = AutoReset(env)
+
+    def rollout(env):
+        def step(carry, key):
+            state, _ = carry
+            action_key, step_key = jax.random.split(key)
+            action = jax.random.randint(action_key, (), 0, 2)
+            obs, state, reward, terminated, truncated, info = env.step(step_key, state, action, params)
+            return (state, obs), (obs, reward, terminated, truncated, info["final_observation"])
+
+        _, state = env.reset(jax.random.PRNGKey(0), params)
+        return jax.lax.scan(step, (state, jnp.zeros(4)), jax.random.split(jax.random.PRNGKey(1), 60))[1]
+
+    expected, got = rollout(env), jax.jit(lambda: rollout(wrapped))()
+    assert bool(jnp.any(expected[2] | expected[3]))  # episodes ended, by termination and by the limit
+    for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
+        np.testing.assert_array_equal(a, b)
+    _, state = env.reset(jax.random.PRNGKey(0), params)
+    step = lambda env: lambda s: env.step(jax.random.PRNGKey(0), s, 0, params)  # noqa: E731
+    assert "cond[" in str(jax.make_jaxpr(step(wrapped))(state))
+    assert "cond[" not in str(jax.make_jaxpr(step(AutoReset(env, differentiable=True)))(state))

@@ -21,9 +21,9 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
-from ajax.environments.brax_like import BraxLikeEnv, step_resetting_when_done
+from ajax.environments.brax_like import step_resetting_when_done
 
-__all__ = ["ClipAction", "InitialStateWrapper", "ObservationNoiseWrapper", "Wrapper"]
+__all__ = ["AutoReset", "ClipAction", "InitialStateWrapper", "ObservationNoiseWrapper", "Wrapper"]
 
 
 class Wrapper(environment.Environment):
@@ -47,16 +47,15 @@ class Wrapper(environment.Environment):
         return self.env.is_truncated(state, params)
 
     def step(self, key, state, action, params=None):
-        """The innermost env's auto-reset: Brax and Playground reset only when an episode ended."""
-        root = self.unwrapped
-        if isinstance(root, BraxLikeEnv):
-            params = self.default_params if params is None else params
-            return step_resetting_when_done(self, key, state, action, params, root.differentiable_reset)
-        return super().step(key, state, action, params)
+        """The auto-reset of the layer below that has one (Brax, Playground, AutoReset), else gymnax's."""
+        if self.reset_policy is None:
+            return super().step(key, state, action, params)
+        params = self.default_params if params is None else params
+        return step_resetting_when_done(self, key, state, action, params, **self.reset_policy)
 
     @property
-    def unwrapped(self) -> environment.Environment:
-        return getattr(self.env, "unwrapped", self.env)
+    def reset_policy(self) -> dict[str, Any] | None:
+        return getattr(self.env, "reset_policy", None)
 
     def action_space(self, params):
         return self.env.action_space(params)
@@ -177,3 +176,21 @@ class ClipAction(Wrapper):
         space = self.env.action_space(params)
         action = jnp.clip(action, space.low, space.high)
         return self.env.step_env(key, state, action, params)
+
+
+class AutoReset(Wrapper):
+    """gymnax's auto-reset, computed only on steps where some episode ended.
+
+    gymnax's `Environment.step` computes a reset on every step and selects it where an
+    episode ended; for an env whose reset is costly, this computes it under a branch taken
+    only when some copy, in any seed, ended an episode (`differentiable=True` keeps the
+    every-step select). Same keys, same episodes: the results equal gymnax's step.
+    """
+
+    def __init__(self, env: environment.Environment, differentiable: bool = False):
+        super().__init__(env)
+        self.differentiable = differentiable
+
+    @property
+    def reset_policy(self) -> dict[str, Any]:
+        return {"differentiable": self.differentiable, "restart": None}

@@ -12,7 +12,10 @@ and the auto-reset. Ajax adds its own instead, so that every agent sees gymnax's
 - the auto-reset draws a fresh initial state for each ended episode, computed only on steps
   where some copy's episode ended (`lax.cond` on a flag shared by every copy and seed);
   `differentiable_reset=True` computes it every step and selects, with no branch, for
-  programs that differentiate through the environment.
+  programs that differentiate through the environment. `fresh_reset=False` instead
+  restarts every episode of a copy from the state its first reset drew (kept in
+  `state.info["first_state"]`), as Brax's own training wrapper does: cheaper where a reset
+  is costly (CheetahRun's runs 200 physics steps), at the price of one initial state per copy.
 
 Observation shapes are read with `jax.eval_shape`: reading `observation_size` runs an
 un-jitted reset (15 s for Brax's inverted_pendulum, 31 s for ant on a CPU).
@@ -20,6 +23,7 @@ un-jitted reset (15 s for Brax's inverted_pendulum, 31 s for ant on a CPU).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -60,12 +64,20 @@ def observation_of(obs: Any) -> jax.Array:
 class BraxLikeEnv(environment.Environment):
     """A Brax or Playground env as a gymnax `Environment`; actions are in [-1, 1] per actuator."""
 
-    def __init__(self, env: Any, name: str, episode_length: int, differentiable_reset: bool = False):
+    def __init__(
+        self,
+        env: Any,
+        name: str,
+        episode_length: int,
+        differentiable_reset: bool = False,
+        fresh_reset: bool = True,
+    ):
         super().__init__()
         self._env = env
         self._name = name
         self._episode_length = int(episode_length)
         self.differentiable_reset = differentiable_reset
+        self.fresh_reset = fresh_reset
         self._obs_shape = jax.eval_shape(lambda key: observation_of(env.reset(key).obs), jax.random.PRNGKey(0)).shape
 
     @property
@@ -89,15 +101,23 @@ class BraxLikeEnv(environment.Environment):
     def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, Any]:
         state = self._env.reset(key)
         obs = observation_of(state.obs)
-        info = {**state.info, "steps": jnp.zeros((), jnp.int32), "final_obs": obs}
-        return obs, state.replace(info=info)
+        state = state.replace(info={**state.info, "steps": jnp.zeros((), jnp.int32), "final_obs": obs})
+        if not self.fresh_reset:
+            state = state.replace(info={**state.info, "first_state": state})
+        return obs, state
+
+    def restart(self, state: Any) -> tuple[jax.Array, Any]:
+        """The episode start a `fresh_reset=False` env returns to: the first reset's state."""
+        first = state.info["first_state"]
+        return first.info["final_obs"], first.replace(info={**first.info, "first_state": first})
 
     def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
         """One step, no reset. The backend draws its own noise from `state.info`, not `key`."""
         del key
         stepped = self._env.step(state, action)
         obs = observation_of(stepped.obs)
-        info = {**stepped.info, "steps": state.info["steps"] + 1, "final_obs": obs}
+        kept = {"first_state": state.info["first_state"]} if not self.fresh_reset else {}
+        info = {**stepped.info, **kept, "steps": state.info["steps"] + 1, "final_obs": obs}
         terminated = stepped.done > 0.5
         return obs, stepped.replace(info=info), stepped.reward, terminated, {}
 
@@ -110,16 +130,29 @@ class BraxLikeEnv(environment.Environment):
     def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any = None):
         """gymnax's step, with the reset computed only when some episode ended."""
         params = self.default_params if params is None else params
-        return step_resetting_when_done(self, key, state, action, params, self.differentiable_reset)
+        return step_resetting_when_done(self, key, state, action, params, **self.reset_policy)
+
+    @property
+    def reset_policy(self) -> dict[str, Any]:
+        """How `step_resetting_when_done` resets this env, also from inside wrappers."""
+        return {"differentiable": self.differentiable_reset, "restart": None if self.fresh_reset else self.restart}
 
 
 def step_resetting_when_done(
-    env: environment.Environment, key: jax.Array, state: Any, action: jax.Array, params: Any, every_step: bool
+    env: environment.Environment,
+    key: jax.Array,
+    state: Any,
+    action: jax.Array,
+    params: Any,
+    differentiable: bool = False,
+    restart: Callable[[Any], tuple[jax.Array, Any]] | None = None,
 ):
     """gymnax's 1.x step contract (obs, state, reward, terminated, truncated, info) for `env`.
 
-    `env` is a `BraxLikeEnv` or a wrapper around one: its `step_env` and `reset_env` are
-    the outermost ones, so a wrapper's changes apply to the reset observation too.
+    The reset is computed only on steps where some episode ended, or on every step when
+    `differentiable`; it is `env.reset_env`, or `restart(stepped_state)` when given. `env`
+    is the outermost layer, so a wrapper's changes apply to the reset observation too. With
+    the same key split as gymnax's own `Environment.step`, a gymnax env steps identically.
     """
     step_key, reset_key = jax.random.split(key)
     obs_stepped, stepped, reward, terminated, info = env.step_env(step_key, state, action, params)
@@ -128,28 +161,35 @@ def step_resetting_when_done(
     done = terminated | truncated
 
     def reset(_: None) -> tuple[jax.Array, Any]:
-        obs_reset, fresh = env.reset_env(reset_key, params)
+        obs_reset, fresh = env.reset_env(reset_key, params) if restart is None else restart(stepped)
         pick = lambda new, old: jnp.where(done, new, old)  # noqa: E731
         return jax.tree.map(pick, obs_reset, obs_stepped), jax.tree.map(pick, fresh, stepped)
 
-    if every_step:
+    if differentiable:
         obs, next_state = reset(None)
     else:
         obs, next_state = jax.lax.cond(any_episode_ended(done), reset, lambda _: (obs_stepped, stepped), None)
-    next_state = next_state.replace(info={**next_state.info, "final_obs": obs_stepped})
+    if isinstance(getattr(next_state, "info", None), dict):  # Brax and Playground states keep it, gymnax's have none
+        next_state = next_state.replace(info={**next_state.info, "final_obs": obs_stepped})
     info = {**info, "final_observation": obs_stepped}
     return obs, next_state, jnp.asarray(reward, jnp.float32), terminated, truncated, info
 
 
-def make_brax(env_id: str, episode_length: int | None, differentiable_reset: bool, **kwargs: Any) -> BraxLikeEnv:
+def make_brax(
+    env_id: str, episode_length: int | None, differentiable_reset: bool = False, fresh_reset: bool = True, **kwargs: Any
+) -> BraxLikeEnv:
     import brax.envs
 
     env = brax.envs.get_environment(env_id, **kwargs)
-    return BraxLikeEnv(env, env_id, episode_length or 1000, differentiable_reset)
+    return BraxLikeEnv(env, env_id, episode_length or 1000, differentiable_reset, fresh_reset)
 
 
 def make_playground(
-    env_id: str, episode_length: int | None, differentiable_reset: bool, **config_overrides: Any
+    env_id: str,
+    episode_length: int | None,
+    differentiable_reset: bool = False,
+    fresh_reset: bool = True,
+    **config_overrides: Any,
 ) -> BraxLikeEnv:
     """A Playground env on MJX's pure-JAX implementation (its default, warp, is ~35x slower on a CPU)."""
     from mujoco_playground import registry
@@ -159,4 +199,4 @@ def make_playground(
     overrides.update(config_overrides)
     env = registry.load(env_id, config_overrides=overrides)
     length = episode_length or int(getattr(env._config, "episode_length", 1000))
-    return BraxLikeEnv(env, env_id, length, differentiable_reset)
+    return BraxLikeEnv(env, env_id, length, differentiable_reset, fresh_reset)

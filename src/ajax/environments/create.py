@@ -113,13 +113,13 @@ def _import_backend(env_id: str, backend: str) -> None:
         raise ImportError(missing_package_message(env_id, backend, error)) from error
 
 
-def _load_playground(env_id: str, episode_length: int | None, differentiable_reset: bool) -> environment.Environment:
+def _load_playground(env_id: str, episode_length: int | None, **resets: bool) -> environment.Environment:
     if env_id not in PLAYGROUND_MENAGERIE_IDS:
-        return make_playground(env_id, episode_length, differentiable_reset)
+        return make_playground(env_id, episode_length, **resets)
     from mujoco_playground._src import mjx_env
 
     try:
-        return make_playground(env_id, episode_length, differentiable_reset)
+        return make_playground(env_id, episode_length, **resets)
     except Exception as error:  # a failed git clone, or a partial checkout that lacks the model files
         raise EnvironmentAssetsMissingError(
             f"MuJoCo Playground's {env_id!r} needs the MuJoCo Menagerie robot models at {mjx_env.MENAGERIE_PATH}, "
@@ -131,9 +131,13 @@ def _load_playground(env_id: str, episode_length: int | None, differentiable_res
 
 
 def make_env(
-    env_id: str, episode_length: int | None = None, differentiable_reset: bool = False
+    env_id: str, episode_length: int | None = None, differentiable_reset: bool = False, fresh_reset: bool = True
 ) -> tuple[environment.Environment, Any]:
-    """The environment and its default params for an id, from its backend."""
+    """The environment and its default params for an id, from its backend.
+
+    `differentiable_reset` and `fresh_reset` set a Brax or Playground env's auto-reset
+    (`brax_like`); pass the env this returns, with its params, to an agent.
+    """
     backend = backend_of(env_id)
     if backend is None:
         raise ValueError(unknown_env_message(env_id))
@@ -147,10 +151,11 @@ def make_env(
 
         env = getattr(target_gym, env_id)()
         return env, env.default_params
+    resets = {"differentiable_reset": differentiable_reset, "fresh_reset": fresh_reset}
     if backend == "brax":
-        env = make_brax(env_id, episode_length, differentiable_reset)
+        env = make_brax(env_id, episode_length, **resets)
     else:
-        env = _load_playground(env_id, episode_length, differentiable_reset)
+        env = _load_playground(env_id, episode_length, **resets)
     return env, env.default_params
 
 
@@ -162,19 +167,21 @@ def prepare_env(
     action_repeat: int = 1,
     env_params: Any = None,
     differentiable_reset: bool = False,
+    fresh_reset: bool = True,
 ) -> EnvironmentConfig:
     """The environment an agent trains on, with the settings every agent hands over.
 
-    `differentiable_reset` (Brax and Playground) computes the auto-reset on every step
-    instead of only on steps where an episode ended, for programs that differentiate
-    through the environment.
+    For Brax and Playground ids, `differentiable_reset` computes the auto-reset on every
+    step instead of only on steps where an episode ended (for programs that differentiate
+    through the environment), and `fresh_reset=False` restarts each copy's episodes from
+    its first initial state instead of drawing a new one.
     """
     if n_envs < 1:
         raise ValueError(f"n_envs must be a positive integer, got {n_envs}.")
     if action_repeat < 1:
         raise ValueError(f"action_repeat must be a positive integer, got {action_repeat}.")
     if isinstance(env_id, str):
-        env, default_params = make_env(env_id, episode_length, differentiable_reset)
+        env, default_params = make_env(env_id, episode_length, differentiable_reset, fresh_reset)
     else:
         _check_custom_env(env_id)
         env, default_params = env_id, env_id.default_params
