@@ -4,7 +4,10 @@ The run: every agent in `ajax.agents.registry.AGENTS` with its default hyperpara
 discrete agents (and PPO, which does both) on CartPole-v1, continuous ones on
 Pendulum-v1, 4 envs, 8,000 steps, logging off. `PINNED_KWARGS` pins what the defaults
 would make meaningless at this budget: SAC-like agents learn from step 10,000 by default,
-so they are pinned to learning_starts=1000 and update within the run.
+so they are pinned to learning_starts=1000 and update within the run. `SCENARIOS` adds
+entries run elsewhere than the defaults: SAC/inverted_pendulum trains SAC on Brax's
+inverted pendulum, whose episodes terminate, so the run exercises the auto-reset that
+computes a reset only on steps where an episode ended, and the terminal targets.
 
 For each agent: one 400-step warm-up call (its whole time, compilation included, is
 `compile_s`), then `--trials` measured calls, each on a freshly built agent, so each one
@@ -58,6 +61,10 @@ WARMUP_TIMESTEPS = 400
 N_TRIALS = 3
 SCENARIO = "defaults"
 # Every other hyperparameter is the agent's default; these would leave no update within 8,000 steps.
+# Entries beyond the defaults: name -> (agent, env id, pinned keywords).
+SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "SAC/inverted_pendulum": ("SAC", "inverted_pendulum", {"learning_starts": 1000}),
+}
 PINNED_KWARGS: dict[str, dict[str, Any]] = {
     "SAC": {"learning_starts": 1000},
     "TD3": {"learning_starts": 1000},
@@ -158,17 +165,21 @@ def worktree_dirty() -> bool | None:
     return bool(out.stdout.strip()) if out.returncode == 0 else None
 
 
-def env_id_for(agent_cls: type) -> str:
-    """CartPole for discrete agents and for PPO (both), Pendulum for continuous ones."""
-    return ENV_IDS["continuous" if agent_cls.continuous is True else "discrete"]
+def env_id_for(name: str) -> str:
+    """A scenario's env; else CartPole for discrete agents and for PPO (both), Pendulum for continuous ones."""
+    from ajax.agents.registry import AGENTS
+
+    if name in SCENARIOS:
+        return SCENARIOS[name][1]
+    return ENV_IDS["continuous" if AGENTS[name].continuous is True else "discrete"]
 
 
 def build_agent(name: str, n_envs: int = N_ENVS, overrides: dict[str, Any] | None = None):
     from ajax.agents.registry import AGENTS
 
-    agent_cls = AGENTS[name]
-    kwargs = {**PINNED_KWARGS.get(name, {}), **(overrides or {})}
-    return agent_cls(env_id_for(agent_cls), n_envs=n_envs, **kwargs), kwargs
+    agent_name, _, pinned = SCENARIOS.get(name, (name, None, PINNED_KWARGS.get(name, {})))
+    kwargs = {**pinned, **(overrides or {})}
+    return AGENTS[agent_name](env_id_for(name), n_envs=n_envs, **kwargs), kwargs
 
 
 def timed_train(agent: Any, seeds: list[int], n_timesteps: int) -> dict[str, Any]:
@@ -204,10 +215,10 @@ def capture(
     """Benchmark `agents` (all by default) and write one JSON line per trial to `out` (overwritten)."""
     from ajax.agents.registry import AGENTS
 
-    names = list(agents) if agents else list(AGENTS)
-    unknown = [name for name in names if name not in AGENTS]
+    names = list(agents) if agents else [*AGENTS, *SCENARIOS]
+    unknown = [name for name in names if name not in AGENTS and name not in SCENARIOS]
     if unknown:
-        raise ValueError(f"Unknown agent(s) {unknown}; known: {sorted(AGENTS)}.")
+        raise ValueError(f"Unknown agent(s) {unknown}; known: {sorted(AGENTS)} and scenarios {sorted(SCENARIOS)}.")
     if n_seeds < 1 or trials < 1 or n_timesteps < 1:
         raise ValueError("n_seeds, trials and n_timesteps must be positive.")
     seeds = list(range(n_seeds))
@@ -216,7 +227,6 @@ def capture(
         "worktree_dirty": worktree_dirty(),
         "backend": jax.default_backend(),
         "tag": tag,
-        "scenario": SCENARIO,
         "n_envs": n_envs,
         "n_timesteps": n_timesteps,
         "n_seeds": n_seeds,
@@ -244,7 +254,8 @@ def capture(
                 row = {
                     **common,
                     "agent": name,
-                    "env_id": env_id_for(AGENTS[name]),
+                    "scenario": name.split("/", 1)[1] if name in SCENARIOS else SCENARIO,
+                    "env_id": env_id_for(name),
                     "pinned_kwargs": kwargs,
                     "trial": trial,
                     "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
