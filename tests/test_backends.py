@@ -250,3 +250,10 @@ def test_without_fresh_resets_every_episode_restarts_from_the_first_state(playgr
     starts = np.asarray(next_obs)[np.asarray(truncated)[:, 0]]  # (episodes, copies, obs)
     np.testing.assert_allclose(starts, np.broadcast_to(np.asarray(obs)[0], starts.shape), rtol=1e-6)
     assert not np.allclose(starts[:, 0], starts[:, 1])  # each copy keeps its own first state
+
+
+def test_a_physics_env_refuses_an_agent_of_the_other_action_space():
+    from ajax import DQN
+
+    with pytest.raises(ValueError, match="DQN acts in discrete action spaces, but inverted_pendulum is continuous"):
+        DQN("inverted_pendulum")
