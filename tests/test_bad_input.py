@@ -101,8 +101,8 @@ def test_a_custom_env_without_the_gymnax_interface():
         PPO(NotAnEnv())
 
 
-def test_logging_backends_not_yet_available_are_refused():
-    with pytest.raises(NotImplementedError, match="W&B and TensorBoard writers"):
-        LoggingConfig(use_wandb=True)
+def test_bad_logging_settings_are_refused():
+    with pytest.raises(ValueError, match="mode is W&B's mode"):
+        LoggingConfig(use_wandb=True, mode="sometimes")
     with pytest.raises(ValueError, match="log_frequency must be a positive"):
         LoggingConfig(log_frequency=0)

@@ -72,3 +72,43 @@ def test_prune_deletes_least_recently_used_first(tmp_path):
     removed = _compile_cache.prune(tmp_path, max_bytes=250)
     assert sorted(p.name for p in removed) == ["entry0", "entry1"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry2", "entry3"]
+
+
+def test_a_logged_run_is_never_cached_and_an_evaluated_unlogged_run_is(tmp_path):
+    """The same agent, evaluated without a backend and then with TensorBoard, in two fresh processes."""
+    code = (
+        "import collections, jax, ajax\n"
+        "jax.config.update('jax_explain_cache_misses', True)\n"
+        "events = collections.Counter()\n"
+        "jax.monitoring.register_event_listener(lambda name, **kw: events.update([name]))\n"
+        "from ajax import DQN\n"
+        "from ajax.logging.wandb_logging import LoggingConfig\n"
+        "agent = DQN('CartPole-v1', architecture=('8', 'relu'), learning_starts=10, batch_size=8, buffer_size=100)\n"
+        "for backend in (False, True):\n"
+        f"    config = LoggingConfig(log_frequency=25, folder={str(tmp_path / 'logs')!r}, use_tensorboard=backend)\n"
+        "    events.clear()\n"
+        "    agent.train(seed=0, n_timesteps=50, num_episode_test=1, logging_config=config)\n"
+        "    print(*(events[f'/jax/compilation_cache/{name}'] for name in ('compile_requests_use_cache', "
+        "'cache_hits', 'cache_misses')))\n"
+    )
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "AJAX_JAX_COMPILE_CACHE_DIR": str(tmp_path / "cache"),
+        "AJAX_NO_COMPILE_CACHE": "",
+    }
+    runs = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+        assert "Not writing persistent cache entry for 'jit_resume' because it uses host callbacks" in run.stderr
+    (plain_first, logged_first), (plain_second, logged_second) = (
+        [tuple(map(int, line.split())) for line in run.stdout.split("\n") if line] for run in runs
+    )
+    # (programs looked up, loaded, stored)
+    assert plain_first[1] == 0 and plain_first[2] >= 1  # compiled and stored
+    assert plain_second[1] >= 1 and plain_second[2] == 0  # a second process loads it
+    for logged in (logged_first, logged_second):  # looked up, never found, never stored: compiled every time
+        assert logged[0] >= 1 and logged[1:] == (0, 0)

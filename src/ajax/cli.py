@@ -10,11 +10,17 @@ run can be inspected, compared and plotted again without rerunning it. After eve
 `checkpoint.ckpt`, the whole state written atomically, and the evaluations so far: `ajax train --resume
 RUN_DIR` continues a run stopped at any moment (even by SIGKILL) from its last chunk, and ends where the
 uninterrupted run would have.
+
+`--tensorboard` and `--wandb` also record the run, one TensorBoard run and one W&B run per seed in
+`RUN_DIR/seed_<s>`. One logging worker serves the whole command and is fed each chunk's evaluations as the
+chunk returns: the chunks' programs stay free of host callbacks, so the compile cache still holds them, and
+the worker starts once rather than once per chunk.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -94,6 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         help="episodes per evaluation (default: the library's)",
+    )
+    train.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also write TensorBoard event files, one run per seed, in RUN_DIR/seed_<s>",
+    )
+    train.add_argument(
+        "--wandb",
+        action="store_true",
+        help="also record one Weights & Biases run per seed (project ajax; files in RUN_DIR/seed_<s>/wandb)",
+    )
+    train.add_argument(
+        "--wandb-mode",
+        choices=("online", "offline"),
+        default="online",
+        help="offline writes the W&B runs to disk only, for `wandb sync` later (default: online)",
     )
     evaluate = commands.add_parser(
         "eval",
@@ -317,6 +339,9 @@ def _resumed_arguments(args: argparse.Namespace) -> str | None:
         cli["log_frequency"],
         cli["num_episode_test"],
     )
+    # Run folders written before the logging switches existed recorded no backend.
+    args.tensorboard, args.wandb = cli.get("tensorboard", False), cli.get("wandb", False)
+    args.wandb_mode = cli.get("wandb_mode", "online")
     args.out = run_dir
     return None
 
@@ -326,6 +351,28 @@ def _saved_run(run_dir: Path) -> str | None:
     if (run_dir / "config.json").exists() and (run_dir / CHECKPOINT).exists():
         return None
     return f"{run_dir} holds no saved run: it needs the config.json and {CHECKPOINT} an `ajax train` writes."
+
+
+def logging_worker(args: argparse.Namespace, out: Path, seeds: Sequence[int]) -> contextlib.AbstractContextManager:
+    """The command's logging worker when `--tensorboard` or `--wandb` is on (a null context otherwise).
+
+    Its runs live in `out/seed_<s>` and record the run folder's config.json, which holds the agent's
+    settings and the command's.
+    """
+    from ajax.logging.wandb_logging import LoggingConfig
+    from ajax.logging.worker import LoggingWorker, worker_plan
+
+    if not (args.tensorboard or args.wandb):
+        return contextlib.nullcontext()
+    logging_config = LoggingConfig(
+        config=json.loads((out / "config.json").read_text()),
+        folder=str(out.parent),
+        run_name=out.name,
+        use_tensorboard=args.tensorboard,
+        use_wandb=args.wandb,
+        mode=args.wandb_mode,
+    )
+    return LoggingWorker(worker_plan(logging_config, seeds))
 
 
 def eval_command(args: argparse.Namespace, console: Console) -> int:
@@ -403,6 +450,9 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
             "log_frequency": log_frequency,
             "num_episode_test": args.num_episode_test,
             "out": str(out),
+            "tensorboard": args.tensorboard,
+            "wandb": args.wandb,
+            "wandb_mode": args.wandb_mode,
         }
         write_config(out / "config.json", agent.config, cli_arguments)
         for message in budget_warnings(agent, total):
@@ -423,7 +473,7 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
         TimeRemainingColumn(),
         console=console,
     )
-    with progress:
+    with progress, logging_worker(args, out, seeds) as worker:
         task = progress.add_task(f"{agent_name} on {args.env_id} ({len(seeds)} seeds)", total=total)
         if state is not None:
             progress.update(task, completed=int(state.collector_state.timestep[0]))
@@ -431,6 +481,8 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
             chunks_run = train_in_chunks(agent, seeds, total, log_frequency, args.num_episode_test, state)
             for timestep, evaluations, state in chunks_run:
                 chunks.append(evaluations)
+                if worker is not None:
+                    worker.send_rows(evaluations)
                 write_jsonl(out / "evaluations.jsonl", all_rows(chunks))
                 save_checkpoint(state, out / CHECKPOINT)
                 progress.update(task, completed=min(timestep, total))

@@ -94,7 +94,8 @@ def evaluate(
     eval_env = dataclasses.replace(env_args, n_envs=num_episodes)
     reset_key, run_key = jax.random.split(key)
     obs, env_state = reset_envs(reset_key, eval_env)
-    normalizer, normalization = state.collector_state.normalizer, env_args.normalization
+    normalization = env_args.normalization
+    normalizer = state.collector_state.normalizer if normalization.observations else None
     obs = normalize_observation(normalizer, obs, normalization)
 
     def step(carry, key):

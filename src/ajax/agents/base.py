@@ -24,6 +24,7 @@ from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
+from ajax.logging.worker import recording
 from ajax.networks.mlp import parse_architecture
 from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
@@ -207,6 +208,7 @@ class ActorCritic:
             total_timesteps=horizon,
             num_episode_test=num_episode_test,
             log_frequency=None if logging_config is None else int(logging_config.log_frequency),
+            record=logging_config is not None and logging_config.has_backend,
         )
         one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
         if initial_state is None:
@@ -215,11 +217,15 @@ class ActorCritic:
         # so a run split in two follows one call's arithmetic exactly. Every key comes from
         # the state: `seed` plays no further part.
         keys = jnp.zeros((jax.tree.leaves(initial_state.rng)[0].shape[0], 2), jnp.uint32)
-        with warnings.catch_warnings():
+        # With a backend on, a worker writes the evaluations while the program runs, and is
+        # stopped on the way out, also when training raises. Its runs are named after the
+        # seeds given, or their positions when a resumed state holds other seeds.
+        names = seeds if len(seeds) == len(keys) else list(range(len(keys)))
+        with recording(logging_config, names), warnings.catch_warnings():
             # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
             warnings.filterwarnings("ignore", "Some donated buffers were not usable")
             state, rows = self._program(one_seed)(keys, _unbatched_counters(initial_state, lambda x: jnp.asarray(x)[0]))
-        state = jax.block_until_ready(state)
+            state = jax.block_until_ready(state)
         return state, (rows if logging_config is not None else None)
 
     def evaluate(self, state: BaseAgentState, num_episode_test: int = 10, seed: int = 0) -> dict[str, np.ndarray]:

@@ -113,13 +113,17 @@ def actor_step(
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What one `train` call covers: its timesteps, the run's horizon, its evaluations."""
+    """What one `train` call covers: its timesteps, the run's horizon, its evaluations.
+
+    `record`: a logging backend is on, so each evaluation is also handed to the host.
+    """
 
     start_timestep: int
     end_timestep: int
     total_timesteps: int
     num_episode_test: int = 10
     log_frequency: int | None = None
+    record: bool = False
 
 
 @dataclass(frozen=True)
@@ -261,6 +265,7 @@ class TrainLoop:
                 lambda state, key: metrics(state, key, aux),
                 log_frequency,
                 self.run.total_timesteps,
+                self.run.record,
             )
             return carry.replace(state=state, rows=rows)
 
@@ -282,7 +287,14 @@ class TrainLoop:
             state = fresh_state(key) if initial_state is None else initial_state
             return build_resumable_train(lambda _: state, iteration, num_iterations, lambda: rows_for(state))(key)
 
-        train.cache_key = (num_iterations, self.run.total_timesteps, log_frequency, self.run.num_episode_test, count)
+        train.cache_key = (
+            num_iterations,
+            self.run.total_timesteps,
+            log_frequency,
+            self.run.num_episode_test,
+            count,
+            self.run.record,
+        )
         train.fresh_state = fresh_state
         train.evaluate = self.evaluate
         return train

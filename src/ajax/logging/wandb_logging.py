@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+WANDB_MODES = ("online", "offline", "disabled")
+
+DEFAULT_FOLDER = "runs"
 
 
 @dataclass(frozen=True)
@@ -12,8 +18,21 @@ class LoggingConfig:
     returns the evaluations; `config` is what a backend records for the run (the agent's
     run config is merged into it).
 
-    The TensorBoard and W&B writers are not in this release: asking for one raises rather
-    than silently recording nothing.
+    `use_tensorboard` and `use_wandb` also send every evaluation, as the compiled program
+    makes it, to a worker process that writes it (`ajax.logging.worker`). Each seed is its
+    own run, in `folder/run_name/seed_<s>` (`s` the seed `train` was given):
+
+    - TensorBoard event files directly in it: `tensorboard --logdir folder/run_name` shows
+      the seeds side by side. A tag is the metric's name with the characters TensorBoard
+      refuses (spaces) as `_`; the config is a text summary.
+    - The W&B run's files under its `wandb/`. The run is named `run_name/seed_<s>`, grouped
+      by `run_name`, in `project_name`, stepped by the timestep, with the config as its
+      config. `mode` is W&B's: `"offline"` needs no network, `wandb sync` uploads later.
+
+    NaN values (a metric not defined yet, such as a loss before learning starts) are not
+    written. `folder` defaults to `runs`, `run_name` to the agent's name and the time of
+    the call, so every call gets new runs; calls given the same `run_name` (a run resumed
+    in parts) continue the same TensorBoard directories and W&B runs.
     """
 
     config: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
@@ -28,11 +47,20 @@ class LoggingConfig:
     def __post_init__(self) -> None:
         if int(self.log_frequency) < 1:
             raise ValueError(f"log_frequency must be a positive number of env steps, got {self.log_frequency}.")
-        if self.use_wandb or self.use_tensorboard:
-            raise NotImplementedError(
-                "The W&B and TensorBoard writers are not available yet; use LoggingConfig(use_wandb=False, "
-                "use_tensorboard=False) and read the evaluations train() returns."
-            )
+        if self.mode not in WANDB_MODES:
+            raise ValueError(f"mode is W&B's mode, one of {', '.join(WANDB_MODES)}; got {self.mode!r}.")
+
+    @property
+    def has_backend(self) -> bool:
+        """Whether a writer records the run: only then does the program call back to the host."""
+        return self.use_wandb or self.use_tensorboard
+
+    def run_directory(self) -> Path:
+        """`folder/run_name`, the directory that holds one subdirectory per seed."""
+        name = self.run_name
+        if name is None:
+            name = f"{self.config.get('algo_name', 'run')}-{datetime.now():%Y%m%d-%H%M%S-%f}"
+        return Path(self.folder if self.folder is not None else DEFAULT_FOLDER) / name
 
     def with_config(self, config: dict[str, Any]) -> LoggingConfig:
         """A copy whose `config` also holds `config` (the agent's run config)."""
