@@ -24,6 +24,7 @@ from flax import serialization
 
 from ajax.environments.interaction import reset_envs, step_envs
 from ajax.environments.obs_norm import normalize_observation
+from ajax.environments.utils import ExpertInAgentUnits
 from ajax.networks.actor_critic import chosen_q
 from ajax.state import BaseAgentState, EnvironmentConfig
 
@@ -58,6 +59,7 @@ class EvalPolicy:
     value: ValueEstimate | None = None
     gamma: float = 0.99
     carry: PolicyCarry | None = None
+    expert: ExpertInAgentUnits | None = None  # given expert_policy=: its own episodes, for comparison
 
     def start(self, state: BaseAgentState, n: int) -> Any:
         """The carry of `n` episodes at their start: empty for a stateless policy."""
@@ -123,7 +125,31 @@ def evaluate(
         metrics["Eval/mean bias"] = jnp.sum((value - realised) * live) / jnp.sum(live)
     else:
         metrics["Eval/mean bias"] = jnp.array(jnp.nan, jnp.float32)
+    if policy.expert is not None:
+        expert_return = expert_episodes(key, eval_env, policy.expert)
+        metrics["Eval/episodic mean expert reward"] = expert_return
+        metrics["Eval/expert bias"] = metrics["Eval/episodic mean reward"] - expert_return
     return metrics
+
+
+def expert_episodes(key: jax.Array, eval_env: EnvironmentConfig, expert: ExpertInAgentUnits) -> jax.Array:
+    """The expert's mean return over the same episodes (same key: same initial states and noise).
+
+    The expert reads the env's raw observations, whatever the agent's normalisation, and a
+    stateful expert carries its state through each episode.
+    """
+    reset_key, run_key = jax.random.split(key)
+    obs, env_state = reset_envs(reset_key, eval_env)
+
+    def step(carry, key):
+        obs, env_state, alive, expert_state = carry
+        action, expert_state = expert.act(obs, expert_state)
+        obs, env_state, reward, terminated, truncated, _ = step_envs(key, env_state, action, eval_env)
+        return (obs, env_state, alive & ~(terminated | truncated), expert_state), reward * alive
+
+    start = (obs, env_state, jnp.ones(eval_env.n_envs, bool), expert.init_state(eval_env.n_envs))
+    _, rewards = jax.lax.scan(step, start, jax.random.split(run_key, eval_env.max_episode_steps))
+    return jnp.mean(jnp.sum(rewards, axis=0))
 
 
 def discounted_returns(reward: jax.Array, done: jax.Array, gamma: float) -> jax.Array:

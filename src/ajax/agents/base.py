@@ -22,6 +22,7 @@ import numpy as np
 from ajax.agents.loop import RunSettings
 from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.obs_norm import NormalizationConfig
+from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import recording
@@ -49,6 +50,18 @@ def shared_arguments(
     signature = inspect.signature(parent if parent is not None else ActorCritic.__init__)
     names = [name for name in signature.parameters if name != "self"]
     return {name: overrides[name] if name in overrides else config[name] for name in names}
+
+
+def expert_in_agent_units(expert_policy: Callable[..., Any] | None, env_args: EnvironmentConfig) -> Any:
+    """An agent's `expert_policy=` read in agent units, once, at construction (None without one)."""
+    if expert_policy is None:
+        return None
+    return ExpertInAgentUnits.for_env(expert_policy, env_args)
+
+
+def shallow_fields(config: Any) -> dict[str, Any]:
+    """A config dataclass's fields by name, values as they are (`asdict` would unpack an expert)."""
+    return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
 
 
 def _seeds(seed: int | Sequence[int]) -> list[int]:

@@ -15,8 +15,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.environments.obs_norm import init_normalizer, observe_reset, observe_step
-from ajax.environments.utils import flatten_observation, to_env_action, uniform_action
+from ajax.environments.obs_norm import init_normalizer, observe_reset, observe_step, raw_observation
+from ajax.environments.utils import ExpertInAgentUnits, flatten_observation, to_env_action, uniform_action
 from ajax.schedule import Schedule, at
 from ajax.state import ENV_AXIS, BaseAgentState, CollectorState, EnvironmentConfig
 
@@ -125,11 +125,13 @@ def explore_pipeline(
     policy: Callable[[BaseAgentState, jax.Array], Any],
     env_args: EnvironmentConfig,
     warmup: Callable[[BaseAgentState], jax.Array] | None = None,
+    expert: ExpertInAgentUnits | None = None,
 ) -> ActionPipeline:
     """The action pipeline of an agent whose behaviour is its policy plus exploration.
 
     During the warm-up (`warmup(state)` true, an unbatched predicate) actions are drawn
-    uniformly and the policy is not evaluated at all.
+    uniformly, or are a stateless `expert`'s on the raw observations, and the policy is not
+    evaluated at all.
     """
 
     def act(state: BaseAgentState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, Any]:
@@ -139,6 +141,8 @@ def explore_pipeline(
             return explore(policy(state, obs), key, timestep)
 
         def uniform(key: jax.Array) -> jax.Array:
+            if expert is not None and not expert.stateful:
+                return expert(raw_observation(state.collector_state.normalizer, obs))
             return uniform_action(key, env_args, env_args.n_envs)
 
         if warmup is None:

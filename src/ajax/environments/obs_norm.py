@@ -130,3 +130,10 @@ def normalize_observation(normalizer: Normalizer | None, obs: jax.Array, config:
     if normalizer is None or normalizer.observations is None:
         return obs
     return standardize(normalizer.observations, obs, config.clip_observations)
+
+
+def raw_observation(normalizer: Normalizer | None, obs: jax.Array) -> jax.Array:
+    """The env's observation behind a normalised one (exact inside the clip), for an expert that reads raw ones."""
+    if normalizer is None or normalizer.observations is None:
+        return obs
+    return obs * jnp.sqrt(normalizer.observations.var + EPSILON) + normalizer.observations.mean

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any, ClassVar
 
 from ajax.agents.APO.state import APOConfig
 from ajax.agents.APO.train_APO import make_train
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.PPO.PPO import check_clipped_epochs
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule
@@ -67,6 +67,7 @@ class APO(ActorCritic):
         env_params: Any = None,
         normalize_observations: bool = False,
         normalize_rewards: bool = False,
+        expert_policy: Callable[..., Any] | None = None,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
     ) -> None:
@@ -83,5 +84,5 @@ class APO(ActorCritic):
         if not nu >= 0.0:
             raise ValueError(f"nu must be >= 0, got {nu}: it weighs the penalty nu * (E[V])^2 (0 turns it off).")
         # The settings are the constructor's own arguments; the discount is fixed at 1.
-        settings = {field.name: self.config[field.name] for field in fields(APOConfig) if field.name != "gamma"}
-        self.agent_config = APOConfig(gamma=1.0, **settings)
+        settings = {f.name: self.config[f.name] for f in fields(APOConfig) if f.name not in ("gamma", "expert")}
+        self.agent_config = APOConfig(gamma=1.0, expert=expert_in_agent_units(expert_policy, self.env_args), **settings)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import Any, ClassVar
 
 from ajax.agents.ASAC.state import ASACConfig
 from ajax.agents.ASAC.train_ASAC import make_train
-from ajax.agents.base import run_config, shared_arguments
+from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.SAC import SAC
 from ajax.extensions import Extension
 
@@ -55,6 +54,9 @@ class ASAC(SAC):
         config = run_config(locals(), self.name)
         if not 0.0 < theta_learning_rate <= 1.0:
             raise ValueError(f"theta_learning_rate must lie in (0, 1], got {theta_learning_rate}.")
-        super().__init__(**shared_arguments(config, SAC.__init__, gamma=1.0))
+        super().__init__(
+            **shared_arguments(config, SAC.__init__, gamma=1.0, expert_policy=None, expert_buffer_n_steps=0)
+        )
         self.config = config
-        self.agent_config = ASACConfig(**asdict(self.agent_config), theta_learning_rate=float(theta_learning_rate))
+        theta_rate = float(theta_learning_rate)
+        self.agent_config = ASACConfig(**shallow_fields(self.agent_config), theta_learning_rate=theta_rate)

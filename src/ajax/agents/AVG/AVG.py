@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ajax.agents.AVG.state import AVGConfig
 from ajax.agents.AVG.train_AVG import make_train
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.extensions import LOOP_PHASES, Extension
 
 
@@ -41,6 +41,7 @@ class AVG(ActorCritic):
         episode_length: int | None = None,
         action_repeat: int = 1,
         env_params: Any = None,
+        expert_policy: Callable[..., Any] | None = None,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
     ) -> None:
@@ -52,4 +53,6 @@ class AVG(ActorCritic):
         # Single-sample gradients: momentum would average over correlated consecutive steps.
         self.actor_optimizer_args = dataclasses.replace(self.actor_optimizer_args, b1=0.0)
         self.critic_optimizer_args = dataclasses.replace(self.critic_optimizer_args, b1=0.0)
-        self.agent_config = AVGConfig(gamma=float(gamma), alpha=float(alpha))
+        self.agent_config = AVGConfig(
+            gamma=float(gamma), alpha=float(alpha), expert=expert_in_agent_units(expert_policy, self.env_args)
+        )

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from ajax.agents.SAC.state import SoftACState
+from ajax.environments.utils import ExpertInAgentUnits
 
 
 @struct.dataclass
@@ -58,3 +59,4 @@ class AVGState(SoftACState):
 class AVGConfig:
     gamma: float
     alpha: float
+    expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # expert_policy=, evaluated beside

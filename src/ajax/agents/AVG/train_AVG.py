@@ -143,6 +143,6 @@ def make_train(
     def value(state: AVGState, obs: jax.Array, action: jax.Array) -> jax.Array:
         return critic.apply(state.critic_state.params, state.obs_moments.normalize(obs), action)
 
-    evaluation = EvalPolicy(greedy, value, config.gamma)
+    evaluation = EvalPolicy(greedy, value, config.gamma, expert=config.expert)
     loop = TrainLoop.create(env_args, run, extensions, evaluation)
     return loop.off_policy(init, update, 0, explore_pipeline(sample_policy, policy, env_args))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ajax.environments.utils import ExpertInAgentUnits
 from ajax.schedule import Schedule
 
 
@@ -18,3 +19,4 @@ class PPOConfig:
     ent_coef: float
     vf_coef: float
     normalize_advantage: bool
+    expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # APO's expert_policy=, evaluated beside

@@ -181,7 +181,7 @@ class ProximalActorCritic:
         def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
             return self.value(state, obs)
 
-        return EvalPolicy(greedy, value if discounted else None, self.config.gamma)
+        return EvalPolicy(greedy, value if discounted else None, self.config.gamma, expert=self.config.expert)
 
     def loop(self, run: RunSettings, init: Callable, update: Callable, discounted: bool = True):
         """The shared on-policy loop around `update`, collecting `n_steps` per env with `act`."""

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import run_config, shared_arguments
+from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.REDQ.state import REDQConfig
 from ajax.agents.REDQ.train_REDQ import make_train
 from ajax.agents.SAC import SAC
@@ -53,6 +52,7 @@ class REDQ(SAC):
         env_params: Any = None,
         normalize_observations: bool = False,
         normalize_rewards: bool = False,
+        expert_policy: Callable[..., Any] | None = None,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
     ) -> None:
@@ -64,10 +64,10 @@ class REDQ(SAC):
             )
         if utd_ratio < 1:
             raise ValueError(f"utd_ratio must be a positive integer (critic updates per step), got {utd_ratio}.")
-        super().__init__(**shared_arguments(config, SAC.__init__))
+        super().__init__(**shared_arguments(config, SAC.__init__, expert_buffer_n_steps=0))
         self.config = config
         self.agent_config = REDQConfig(
-            **{**asdict(self.agent_config), "n_critics": int(n_critics)},
+            **{**shallow_fields(self.agent_config), "n_critics": int(n_critics)},
             subset_size=int(subset_size),
             utd_ratio=int(utd_ratio),
         )

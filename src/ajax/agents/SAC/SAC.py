@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
-from ajax.agents.SAC.state import SACConfig
+from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
 from ajax.extensions import LOOP_PHASES, Extension
@@ -50,6 +50,8 @@ class SAC(ActorCritic):
         env_params: Any = None,
         normalize_observations: bool = False,
         normalize_rewards: bool = False,
+        expert_policy: Callable[..., Any] | None = None,
+        expert_buffer_n_steps: int = 0,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
     ) -> None:
@@ -72,5 +74,7 @@ class SAC(ActorCritic):
             learn_alpha=learn_alpha,
             n_critics=2,
             alpha_learning_rate=alpha_learning_rate,
+            expert=expert_in_agent_units(expert_policy, self.env_args),
+            expert_buffer_n_steps=checked_expert_buffer(expert_policy, expert_buffer_n_steps, buffer_size),
         )
         ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from flax import struct
 
+from ajax.environments.utils import ExpertInAgentUnits, StatefulExpert
 from ajax.state import BaseAgentState, LoopTrainState
 
 
@@ -28,3 +30,22 @@ class SACConfig:
     learn_alpha: bool
     n_critics: int
     alpha_learning_rate: float
+    # expert_policy= read in agent units: evaluated beside the agent, acting in the warm-up, filling replay
+    expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)
+    expert_buffer_n_steps: int = field(default=0, kw_only=True)
+
+
+def checked_expert_buffer(expert_policy: Any, n_steps: int, buffer_size: int) -> int:
+    """`expert_buffer_n_steps`, refused where it cannot be honoured."""
+    if n_steps < 0:
+        raise ValueError(f"expert_buffer_n_steps must be >= 0, got {n_steps}.")
+    if n_steps and expert_policy is None:
+        raise ValueError("expert_buffer_n_steps fills the replay with the expert's steps: it needs expert_policy=.")
+    if n_steps and isinstance(expert_policy, StatefulExpert):
+        raise TypeError(
+            f"{type(expert_policy).__name__} is a stateful expert; the replay is filled by a stateless one only. "
+            "Set expert_buffer_n_steps=0, or pass a function of the observation alone."
+        )
+    if n_steps > buffer_size:
+        raise ValueError(f"expert_buffer_n_steps={n_steps} exceeds buffer_size={buffer_size}.")
+    return int(n_steps)

@@ -23,7 +23,15 @@ from ajax.agents.loop import RunSettings, TrainLoop, critic_step
 from ajax.agents.SAC.core import SquashedGaussianActor, polyak, soft_actor_step, soft_q_target, temperature_step
 from ajax.agents.SAC.state import SACConfig, SoftACState
 from ajax.buffers import ReplayBuffer
-from ajax.environments.interaction import ActionPipeline, Transition, explore_pipeline, init_collector, sample_policy
+from ajax.environments.interaction import (
+    ActionPipeline,
+    Transition,
+    collect_experience,
+    explore_pipeline,
+    init_collector,
+    sample_policy,
+)
+from ajax.environments.obs_norm import raw_observation
 from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble
@@ -102,6 +110,32 @@ class SoftActorCritic:
             **fields,
         )
 
+    def with_expert_replay(self, state: SoftACState) -> SoftACState:
+        """The replay filled with `expert_buffer_n_steps` of the expert's experience, before training.
+
+        The expert acts in copies of the env of their own, started from keys drawn from the
+        state; the steps are not counted in the run's timesteps.
+        """
+        n_steps = self.config.expert_buffer_n_steps
+        if not n_steps:
+            return state
+        expert = self.config.expert
+        state, (env_key,) = state.next_keys(1)
+        collector = init_collector(env_key, self.env_args, state.collector_state.buffer_state)
+        filler = state.replace(collector_state=collector.replace(normalizer=state.collector_state.normalizer))
+
+        def act(state: SoftACState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, Any]:
+            return expert(raw_observation(state.collector_state.normalizer, obs)), ()
+
+        def tick(filler: SoftACState, _: None) -> tuple[SoftACState, None]:
+            filler, transition = collect_experience(filler, act, self.env_args)
+            return self.buffer.add(filler, transition), None
+
+        ticks = -(-n_steps // self.env_args.n_envs)
+        filler, _ = jax.lax.scan(tick, filler, None, length=ticks)
+        buffer_state = filler.collector_state.buffer_state
+        return state.replace(rng=filler.rng, collector_state=state.collector_state.replace(buffer_state=buffer_state))
+
     def policy(self, state: SoftACState, obs: jax.Array):
         return self.actor.apply(state.actor_state.params, obs)
 
@@ -165,7 +199,7 @@ class SoftActorCritic:
             pi = self.policy(state, obs)
             return pi.mode(), pi.entropy()
 
-        return EvalPolicy(greedy, value, self.config.gamma)
+        return EvalPolicy(greedy, value, self.config.gamma, expert=self.config.expert)
 
     @property
     def pipeline(self) -> ActionPipeline:
@@ -176,12 +210,16 @@ class SoftActorCritic:
             self.policy,
             self.env_args,
             warmup=lambda state: state.collector_state.timestep < learning_starts,
+            expert=self.config.expert,
         )
 
     def loop(self, run: RunSettings, init: Callable, update: Callable, value: ValueEstimate | None):
         """The shared off-policy loop around `update`, storing every step in the replay."""
         loop = TrainLoop.create(self.env_args, run, self.extensions, self.evaluation(value))
-        return loop.off_policy(init, update, self.config.learning_starts, self.pipeline, store=self.buffer.add)
+        init_with_expert = lambda key: self.with_expert_replay(init(key))  # noqa: E731
+        return loop.off_policy(
+            init_with_expert, update, self.config.learning_starts, self.pipeline, store=self.buffer.add
+        )
 
 
 def make_train(

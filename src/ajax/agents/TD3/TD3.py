@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
@@ -50,6 +50,7 @@ class TD3(ActorCritic):
         env_params: Any = None,
         normalize_observations: bool = False,
         normalize_rewards: bool = False,
+        expert_policy: Callable[..., Any] | None = None,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
     ) -> None:
@@ -76,4 +77,5 @@ class TD3(ActorCritic):
             target_policy_noise=float(target_policy_noise),
             target_noise_clip=float(target_noise_clip),
             exploration_noise=exploration_noise,
+            expert=expert_in_agent_units(expert_policy, self.env_args),
         )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ajax.environments.utils import ExpertInAgentUnits
 from ajax.schedule import Schedule
 
 
@@ -18,3 +19,4 @@ class TD3Config:
     target_policy_noise: float
     target_noise_clip: float
     exploration_noise: Schedule
+    expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # expert_policy=, evaluated beside
