@@ -37,3 +37,11 @@ def test_average_reward_example_prints_one_estimate_per_seed():
         # the policies near random (about -6 per step), entropy term included for ASAC.
         assert len(estimates) == 2 and estimates[0] != estimates[1]
         assert all(-16.3 < x < 0.0 for x in estimates), line
+
+
+def test_expert_example_prints_the_agents_lead_over_the_expert():
+    lines = run_example("expert_guidance.py")
+    assert len(lines) == 1
+    # One seed, two evaluations (1,000 and 2,000 steps): the agent's return minus the PD expert's.
+    biases = [float(x) for x in lines[0].strip("[]").split()]
+    assert len(biases) == 2 and all(-2000.0 < b < 2000.0 for b in biases), lines

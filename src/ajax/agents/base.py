@@ -144,7 +144,9 @@ class ActorCritic:
                 raise ValueError(f"{label} must be positive, got {rate}.")
         self.actor_optimizer_args = OptimizerConfig(actor_learning_rate, max_grad_norm)
         self.critic_optimizer_args = OptimizerConfig(critic_learning_rate, max_grad_norm)
-        self.extensions = ExtensionStack(tuple(extensions))
+        self.extensions = ExtensionStack(
+            tuple(e.bind(self.env_args) if isinstance(e, Extension) else e for e in extensions)
+        )
         self.extensions.check(self.name, self.supported_extension_phases)
         self._programs: dict[Any, Callable] = {}
 

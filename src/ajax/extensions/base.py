@@ -59,6 +59,10 @@ class Extension:
         """The phases this extension implements: those whose method it overrides."""
         return frozenset(phase for phase in PHASES if getattr(type(self), phase) is not getattr(Extension, phase))
 
+    def bind(self, env_args: Any) -> Extension:
+        """This extension for the agent's environment, at construction (experts are read in agent units)."""
+        return self
+
     def init_state(self, ctx: ExtensionContext, agent_state: Any) -> Any:
         return ()
 

@@ -1,0 +1,74 @@
+"""Extensions that hold an expert, and `ImitationLoss`.
+
+An expert is written in env units. The agent binds each extension to its environment at
+construction (`Extension.bind`): an `ExpertExtension` then reads its `expert_fields`
+through `ExpertInAgentUnits`, refusing a stateful expert, which these phases would call
+on replayed observations without the state it needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from ajax.agents.cloning import cloning_loss
+from ajax.environments.obs_norm import raw_observation
+from ajax.environments.utils import ExpertInAgentUnits, require_stateless
+from ajax.extensions.base import Extension, ExtensionContext
+from ajax.state import EnvironmentConfig
+
+
+@dataclass(frozen=True)
+class ExpertExtension(Extension):
+    """An extension whose `expert_fields` hold experts; `env` is set when an agent binds it."""
+
+    expert_fields: ClassVar[tuple[str, ...]] = ("expert",)
+    env: EnvironmentConfig | None = dataclasses.field(default=None, kw_only=True)
+
+    def bind(self, env_args: EnvironmentConfig) -> ExpertExtension:
+        if not env_args.continuous:
+            raise ValueError(
+                f"{self.name} clones continuous actions; {env_args.env.name} is discrete. Use it with a continuous "
+                "agent on a Box-action env."
+            )
+        experts = {}
+        for name in self.expert_fields:
+            expert = getattr(self, name)
+            if not isinstance(expert, ExpertInAgentUnits):
+                require_stateless(expert, self.name)
+                expert = ExpertInAgentUnits.for_env(expert, env_args)
+            experts[name] = expert
+        return dataclasses.replace(self, env=env_args, **experts)
+
+    def expert_action(self, agent_state: Any, obs: jax.Array, name: str = "expert") -> jax.Array:
+        """The expert's action in agent units on the env's raw observation behind `obs`."""
+        return getattr(self, name)(raw_observation(agent_state.collector_state.normalizer, obs))
+
+
+@dataclass(frozen=True)
+class ImitationLoss(ExpertExtension):
+    """weight * E ||mu(s) - a_expert(s)||^2 added to every actor step, on the step's batch.
+
+    Keeps pulling the actor towards the expert's actions while it also maximises its own
+    objective; `weight` trades the two (1.0: the actor's loss and the imitation term at par).
+    """
+
+    expert: Any = None
+    weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.expert is None:
+            raise TypeError("ImitationLoss needs an expert: ImitationLoss(expert_fn).")
+        if not self.weight >= 0:
+            raise ValueError(f"ImitationLoss's weight must be >= 0, got {self.weight}.")
+
+    def actor_loss(
+        self, ctx: ExtensionContext, agent_state: Any, ext_state: Any, batch: Any, actor_params: Any
+    ) -> tuple[jax.Array, dict[str, jax.Array]]:
+        expert = self.expert_action(agent_state, batch.obs)
+        loss = cloning_loss(agent_state.actor_state, actor_params, batch.obs, expert)
+        return self.weight * loss, {"imitation/loss": jnp.asarray(loss)}

@@ -1,0 +1,55 @@
+"""`CloningPretrain`: behaviour cloning of an expert before training starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from ajax.agents.cloning import fit
+from ajax.environments.interaction import expert_rollout
+from ajax.extensions.base import ExtensionContext
+from ajax.extensions.expert import ExpertExtension
+
+
+@dataclass(frozen=True)
+class CloningPretrain(ExpertExtension):
+    """Fit the actor to the expert's actions on `n_steps` of the expert's own experience.
+
+    The expert acts for `n_steps` env steps (over the agent's `n_envs` copies, in envs of
+    its own, not counted in the run's timesteps); the actor then takes `epochs` passes of
+    minibatch cloning steps (batches of `batch_size`) with its own optimiser, at the actor's
+    learning rate. It runs once, in fresh runs (the loop's pretrain fold); a resumed state
+    already holds the cloned actor. The last loss is kept as this extension's state and
+    reported at every evaluation as `pretrain/cloning_loss`.
+    """
+
+    expert: Any = None
+    n_steps: int = 1_000
+    epochs: int = 1
+    batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        if self.expert is None:
+            raise TypeError("CloningPretrain needs an expert: CloningPretrain(expert_fn, n_steps=...).")
+        if self.n_steps < 1 or self.epochs < 1 or self.batch_size < 1:
+            raise ValueError(
+                f"CloningPretrain needs n_steps, epochs and batch_size >= 1; got {self.n_steps}, {self.epochs}, "
+                f"{self.batch_size}."
+            )
+
+    def init_state(self, ctx: ExtensionContext, agent_state: Any) -> jax.Array:
+        return jnp.full((), jnp.nan, jnp.float32)
+
+    def pretrain(self, ctx: ExtensionContext, agent_state: Any, ext_state: jax.Array) -> tuple[Any, jax.Array]:
+        rollout_key, fit_key = jax.random.split(ctx.rng)
+        transitions = expert_rollout(rollout_key, self.env, self.expert, self.n_steps)
+        obs = transitions.obs.reshape(-1, transitions.obs.shape[-1])
+        expert_action = transitions.action.reshape(obs.shape[0], -1)
+        actor_state, loss = fit(agent_state.actor_state, obs, expert_action, fit_key, self.epochs, self.batch_size)
+        return agent_state.replace(actor_state=actor_state), loss
+
+    def eval_metrics(self, ctx: ExtensionContext, agent_state: Any, ext_state: jax.Array) -> dict[str, jax.Array]:
+        return {"pretrain/cloning_loss": ext_state}
