@@ -65,7 +65,15 @@ SCENARIO = "defaults"
 SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "SAC/inverted_pendulum": ("SAC", "inverted_pendulum", {"learning_starts": 1000}),
 }
+
+
+def cartpole_expert(obs: Any) -> Any:
+    """DAgger's teacher on CartPole: push towards the side the pole falls to (scores 500)."""
+    return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype("int32")
+
+
 PINNED_KWARGS: dict[str, dict[str, Any]] = {
+    "DAgger": {"expert_policy": cartpole_expert},
     "SAC": {"learning_starts": 1000},
     "TD3": {"learning_starts": 1000},
     "REDQ": {"learning_starts": 1000},
@@ -256,7 +264,7 @@ def capture(
                     "agent": name,
                     "scenario": name.split("/", 1)[1] if name in SCENARIOS else SCENARIO,
                     "env_id": env_id_for(name),
-                    "pinned_kwargs": kwargs,
+                    "pinned_kwargs": {key: getattr(value, "__name__", value) for key, value in kwargs.items()},
                     "trial": trial,
                     "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                     "load_avg_1m": os.getloadavg()[0],

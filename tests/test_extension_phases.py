@@ -20,6 +20,7 @@ FOLDED = {
     "APO": set(),
     "PQN": set(),
     "UDRL": set(),
+    "DAgger": {"actor_loss"},
 }
 ENV = {True: "Pendulum-v1", False: "CartPole-v1", None: "CartPole-v1"}
 

@@ -1,13 +1,19 @@
 """Same seed, same result; and a run split in two ends where one uninterrupted call does."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APO, ASAC, AVG, DQN, PPO, PQN, REDQ, SAC, TD3, UDRL
+from ajax import APO, ASAC, AVG, DQN, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
+
+
+def cartpole_expert(obs):
+    return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(jnp.int32)
+
 
 AGENTS = {
     "PPO": lambda: PPO(
@@ -68,6 +74,16 @@ AGENTS = {
         critic_architecture=SMALL,
     ),
     "AVG": lambda: AVG("Pendulum-v1", n_envs=2, actor_architecture=SMALL, critic_architecture=SMALL),
+    "DAgger": lambda: DAgger(
+        "CartPole-v1",
+        expert_policy=cartpole_expert,
+        n_envs=2,
+        n_steps=32,
+        n_gradient_steps=4,
+        batch_size=32,
+        buffer_size=1000,
+        architecture=SMALL,
+    ),
     "UDRL": lambda: UDRL(
         "CartPole-v1",
         n_envs=2,

@@ -6,6 +6,7 @@ from ajax.agents.APO import APO
 from ajax.agents.ASAC import ASAC
 from ajax.agents.AVG import AVG
 from ajax.agents.base import ActorCritic
+from ajax.agents.DAgger import DAgger
 from ajax.agents.DQN import DQN
 from ajax.agents.PPO import PPO
 from ajax.agents.PQN import PQN
@@ -18,6 +19,7 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "APO": APO,
     "ASAC": ASAC,
     "AVG": AVG,
+    "DAgger": DAgger,
     "DQN": DQN,
     "PPO": PPO,
     "PQN": PQN,

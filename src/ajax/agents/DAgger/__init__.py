@@ -1,0 +1,3 @@
+from ajax.agents.DAgger.DAgger import DAgger
+
+__all__ = ["DAgger"]
