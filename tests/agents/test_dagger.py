@@ -195,6 +195,11 @@ def test_same_seed_same_result_and_the_logged_mixture(full_run):
     params = jax.tree.leaves(state.actor_state.params)[0]
     assert not np.allclose(params[0], params[1])  # different seeds differ
     assert state.critic_state is None and np.all(np.isnan(evaluations["Eval/mean bias"]))  # no critic
+    # The expert's own return beside the learner's, and the learner's lead over it.
+    expert_return = evaluations["Eval/episodic mean expert reward"]
+    np.testing.assert_allclose(
+        evaluations["Eval/expert bias"], evaluations["Eval/episodic mean reward"] - expert_return, rtol=1e-5
+    )
     # The evaluation after iteration i logs beta_i = 0.5^(i-1), i = timestep / steps per iteration.
     filled = evaluations["timestep"][0] >= 0
     iteration = evaluations["timestep"][0][filled] // PER_ITERATION

@@ -178,7 +178,7 @@ def make_train(
         pi = learner.apply(state.actor_state.params, obs)
         return jnp.argmax(pi.logits, axis=-1), pi.entropy()
 
-    loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy))
+    loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, expert=config.expert))
     return loop.on_policy(init, update, config.n_steps, act)
 
 
