@@ -3,6 +3,7 @@ and construction refuses an extension whose phase the agent never folds."""
 
 from dataclasses import dataclass
 
+import jax.numpy as jnp
 import pytest
 
 from ajax.agents.registry import AGENTS
@@ -21,8 +22,18 @@ FOLDED = {
     "PQN": set(),
     "UDRL": set(),
     "DAgger": {"actor_loss"},
+    "IQL": REPLAY_CRITIC,
 }
 ENV = {True: "Pendulum-v1", False: "CartPole-v1", None: "CartPole-v1"}
+
+
+def required(name: str) -> dict:
+    """What an agent cannot be built without: IQL's offline dataset."""
+    if name != "IQL":
+        return {}
+    from ajax.buffers import collect_dataset
+
+    return {"dataset": collect_dataset("Pendulum-v1", lambda obs: jnp.zeros((*obs.shape[:-1], 1)), 64)}
 
 
 def test_every_agent_declares_the_phases_the_page_lists():
@@ -50,6 +61,6 @@ def test_an_unfolded_phase_is_refused_at_construction(name):
         agent(ENV[agent.continuous], extensions=(OverridesEveryAction(),))
     if "critic_loss" not in agent.supported_extension_phases:
         with pytest.raises(ValueError, match=f"critic_loss, which {name} never folds"):
-            agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),))
+            agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),), **required(name))
     else:
-        agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),))
+        agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),), **required(name))

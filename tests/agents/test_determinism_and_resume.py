@@ -1,11 +1,14 @@
 """Same seed, same result; and a run split in two ends where one uninterrupted call does."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APO, ASAC, AVG, DQN, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger
+from ajax import APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger
+from ajax.buffers import collect_dataset
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
@@ -13,6 +16,12 @@ SMALL = ("16", "relu")
 
 def cartpole_expert(obs):
     return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(jnp.int32)
+
+
+@functools.cache
+def iql_dataset():
+    """1,000 steps of a damping controller on Pendulum: IQL's fixed offline data."""
+    return collect_dataset("Pendulum-v1", lambda obs: jnp.clip(-obs[..., 2:3], -2.0, 2.0), 1_000, seed=0)
 
 
 AGENTS = {
@@ -83,6 +92,9 @@ AGENTS = {
         batch_size=32,
         buffer_size=1000,
         architecture=SMALL,
+    ),
+    "IQL": lambda: IQL(
+        "Pendulum-v1", dataset=iql_dataset(), batch_size=32, actor_architecture=SMALL, critic_architecture=SMALL
     ),
     "UDRL": lambda: UDRL(
         "CartPole-v1",

@@ -8,6 +8,7 @@ from ajax.agents.AVG import AVG
 from ajax.agents.base import ActorCritic
 from ajax.agents.DAgger import DAgger
 from ajax.agents.DQN import DQN
+from ajax.agents.IQL import IQL
 from ajax.agents.PPO import PPO
 from ajax.agents.PQN import PQN
 from ajax.agents.REDQ import REDQ
@@ -21,6 +22,7 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "AVG": AVG,
     "DAgger": DAgger,
     "DQN": DQN,
+    "IQL": IQL,
     "PPO": PPO,
     "PQN": PQN,
     "REDQ": REDQ,

@@ -1,0 +1,109 @@
+"""IQL: implicit Q-learning (Kostrikov, Nair & Levine 2021, arXiv:2110.06169)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.IQL.state import IQLConfig
+from ajax.agents.IQL.train_IQL import make_train
+from ajax.buffers.dataset import Dataset, check_dataset
+from ajax.extensions import LOOP_PHASES, Extension
+from ajax.state import OptimizerConfig
+
+
+class IQL(ActorCritic):
+    """Offline RL from a fixed dataset: expectile value learning and advantage-weighted regression.
+
+    `IQL(env_id, dataset=collect_dataset(env_id, expert, n_steps, seed))`. The env is only
+    evaluated on: training steps no environment. `train(n_timesteps=...)` counts gradient
+    steps (one minibatch update of V, the policy and the two Q networks each), and so do
+    `total_timesteps` and `LoggingConfig(log_frequency=...)`; each evaluation runs
+    `num_episode_test` episodes of the policy's mean action in the env and reports
+    `Eval/episodic mean reward` like every agent. `Train/episodic mean reward` stays NaN:
+    there are no training episodes.
+
+    Defaults are the paper's MuJoCo locomotion settings (its Appendix B and code): expectile
+    tau 0.7, inverse temperature beta 3.0 with the weight exp(beta (Q - V)) clipped at 100,
+    gamma 0.99, Polyak rate 0.005, Adam at 3e-4 for the policy, the Q networks and V, two
+    256-unit relu layers for every network (V uses `critic_architecture`), batches of 256,
+    the minimum of two target Q networks. The policy is the code's Gaussian around a tanh
+    mean with a state-independent log-std (see `TanhMeanGaussianActor`).
+
+    Departures: the paper's code decays the policy's learning rate on a cosine schedule
+    over its 1M steps; here every rate is constant. It also rescales locomotion rewards by
+    1000 / (the dataset's return range); rewards here are used as the dataset holds them.
+
+    The dataset (`ajax.buffers.dataset.Dataset`) must fit the env: raw observations,
+    actions in the agent's [-1, 1] units; it is checked at construction. Each seed's state
+    holds a copy of it, which the seeds sample from inside the compiled program; a
+    checkpoint therefore holds it too. `dataset` defaults to None only so that every agent
+    builds from an env id alike: IQL refuses to build without one.
+    """
+
+    name: ClassVar[str] = "IQL"
+    continuous: ClassVar[bool | None] = True
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
+    make_train = staticmethod(make_train)
+
+    def __init__(
+        self,
+        env_id: str | Any,
+        dataset: Dataset | None = None,
+        actor_learning_rate: float = 3e-4,
+        critic_learning_rate: float = 3e-4,
+        value_learning_rate: float = 3e-4,
+        actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        gamma: float = 0.99,
+        tau: float = 0.005,
+        expectile: float = 0.7,
+        beta: float = 3.0,
+        max_weight: float = 100.0,
+        batch_size: int = 256,
+        max_grad_norm: float | None = None,
+        episode_length: int | None = None,
+        action_repeat: int = 1,
+        env_params: Any = None,
+        extensions: Sequence[Extension] = (),
+        memory: Any = None,
+    ) -> None:
+        self.config = run_config(locals(), self.name, exclude=("dataset",))
+        super().__init__(
+            **shared_arguments(
+                self.config,
+                n_envs=1,  # only the evaluation steps the env, with its own copies
+                normalize_observations=False,  # the dataset's observations are raw and fixed
+                normalize_rewards=False,
+            )
+        )
+        if dataset is None:
+            raise ValueError(
+                "IQL learns offline from a dataset: pass dataset=collect_dataset(env_id, expert, n_steps, seed) "
+                "(ajax.buffers.dataset) or a Dataset of your own transitions."
+            )
+        self.dataset = check_dataset(dataset, self.env_args, self.name)
+        self.config["dataset_size"] = self.dataset.size
+        if not 0.0 < expectile < 1.0:
+            raise ValueError(f"expectile must lie in (0, 1), got {expectile}.")
+        if not beta > 0 or not max_weight > 0:
+            raise ValueError(f"beta and max_weight must be positive, got {beta}, {max_weight}.")
+        if not value_learning_rate > 0:
+            raise ValueError(f"value_learning_rate must be positive, got {value_learning_rate}.")
+        if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0:
+            raise ValueError("tau must lie in (0, 1] and gamma in [0, 1].")
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        self.value_optimizer_args = OptimizerConfig(value_learning_rate, max_grad_norm)
+        self.agent_config = IQLConfig(
+            gamma=gamma,
+            tau=tau,
+            expectile=float(expectile),
+            beta=float(beta),
+            max_weight=float(max_weight),
+            batch_size=batch_size,
+        )
+
+    def train_kwargs(self) -> dict[str, Any]:
+        return {**super().train_kwargs(), "value_optimizer_args": self.value_optimizer_args, "dataset": self.dataset}

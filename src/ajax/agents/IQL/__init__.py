@@ -1,0 +1,3 @@
+from ajax.agents.IQL.IQL import IQL
+
+__all__ = ["IQL"]
