@@ -1,0 +1,100 @@
+"""What the expert features cost: each variant against the same agent without it.
+
+Pendulum-v1, 4 envs, 8,000 steps, learning from step 1,000 (the agent benchmark's run), a
+400-step warm-up call first, then `--trials` calls on fresh agents; execution apart from
+compilation (`agent_bench.timed_train`). Variants:
+
+- SAC + ImitationLoss (an extra actor forward pass and the expert on every batch);
+- SAC with expert_policy= and evaluations every 1,000 steps (the expert's own evaluation
+  episodes beside the agent's), against SAC with the same evaluations;
+- TD3 + CloningPretrain(n_steps=1,000, epochs=2): a one-off cost in the fresh state, timed
+  as `train(n_timesteps=0)`, which builds and pretrains it.
+
+    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/extension_cost.py --out runs/extension_cost.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import jax.numpy as jnp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from agent_bench import timed_train  # noqa: E402
+from ajax import SAC, TD3  # noqa: E402
+from ajax.extensions.expert import ImitationLoss  # noqa: E402
+from ajax.extensions.pretrain import CloningPretrain  # noqa: E402
+from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
+
+
+def pd_expert(obs):
+    theta = jnp.arctan2(obs[..., 1], obs[..., 0])
+    return jnp.clip(-(2.0 * theta + 0.5 * obs[..., 2]), -2.0, 2.0)[..., None]
+
+
+def logged(agent, seeds, n_timesteps):
+    """`timed_train` with evaluations every 1,000 steps."""
+    train = agent.train
+    agent.train = lambda **kwargs: train(**kwargs, logging_config=LoggingConfig(log_frequency=1_000))
+    return timed_train(agent, seeds, n_timesteps)
+
+
+VARIANTS = {
+    "SAC": (lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000), timed_train),
+    "SAC+ImitationLoss": (
+        lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000, extensions=(ImitationLoss(pd_expert),)),
+        timed_train,
+    ),
+    "SAC logged": (lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000), logged),
+    "SAC logged+expert_policy": (
+        lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000, expert_policy=pd_expert),
+        logged,
+    ),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    rows = []
+    for name, (build, run) in VARIANTS.items():
+        warmup = run(build(), [0], 400)
+        for trial in range(args.trials):
+            result = run(build(), [0], 8_000)
+            exec_s = result["measured_s"] - result["compile_spans_s"]
+            rows.append(
+                {
+                    "variant": name,
+                    "trial": trial,
+                    "compile_s": warmup["measured_s"],
+                    "exec_s": exec_s,
+                    "exec_steps_per_s": result["steps"] / exec_s,
+                }
+            )
+            print(json.dumps(rows[-1]), flush=True)
+    for name, extensions in (
+        ("TD3", ()),
+        ("TD3+CloningPretrain", (CloningPretrain(pd_expert, n_steps=1_000, epochs=2),)),
+    ):
+        times = []
+        for _ in range(args.trials + 1):
+            agent = TD3("Pendulum-v1", n_envs=4, learning_starts=1_000, extensions=extensions)
+            start = time.perf_counter()
+            agent.train(seed=0, n_timesteps=0)
+            times.append(time.perf_counter() - start)
+        rows.append({"variant": name, "fresh_state_s": statistics.median(times[1:]), "first_s": times[0]})
+        print(json.dumps(rows[-1]), flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+if __name__ == "__main__":
+    main()
