@@ -94,3 +94,28 @@ def test_expert_extensions_refuse_what_they_cannot_serve():
         CloningPretrain()
     with pytest.raises(ValueError, match="n_steps, epochs and batch_size"):
         CloningPretrain(pd_expert, n_steps=0)
+
+
+def test_expert_value_metrics_report_the_critics_view_of_the_expert():
+    from ajax import SAC
+    from ajax.extensions.expert import ExpertValueMetrics
+    from ajax.logging.wandb_logging import LoggingConfig
+
+    agent = SAC(
+        "Pendulum-v1",
+        n_envs=2,
+        learning_starts=64,
+        batch_size=16,
+        actor_architecture=TINY,
+        critic_architecture=TINY,
+        extensions=(ExpertValueMetrics(pd_expert),),
+    )
+    state, evaluations = agent.train(seed=[0], n_timesteps=128, logging_config=LoggingConfig(log_frequency=128))
+    one = jax.tree.map(lambda x: x[0], state)
+    obs, critic, actor = one.collector_state.last_obs, one.critic_state, one.actor_state
+    q_expert = jnp.mean(critic.apply_fn(critic.params, obs, pd_expert(obs) / 2.0))
+    q_policy = jnp.mean(critic.apply_fn(critic.params, obs, actor.apply_fn(actor.params, obs).mode()))
+    # The evaluation follows the last update: the state it read is the final one.
+    np.testing.assert_allclose(evaluations["expert_value/q_expert"][0, -1], q_expert, rtol=1e-5)
+    np.testing.assert_allclose(evaluations["expert_value/q_policy"][0, -1], q_policy, rtol=1e-5)
+    np.testing.assert_allclose(evaluations["expert_value/advantage"][0, -1], q_expert - q_policy, rtol=1e-4, atol=1e-6)

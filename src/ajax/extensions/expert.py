@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.cloning import cloning_loss
+from ajax.agents.cloning import cloning_loss, deterministic_action
 from ajax.environments.obs_norm import raw_observation
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
 from ajax.extensions.base import Extension, ExtensionContext
@@ -72,3 +72,31 @@ class ImitationLoss(ExpertExtension):
         expert = self.expert_action(agent_state, batch.obs)
         loss = cloning_loss(agent_state.actor_state, actor_params, batch.obs, expert)
         return self.weight * loss, {"imitation/loss": jnp.asarray(loss)}
+
+
+@dataclass(frozen=True)
+class ExpertValueMetrics(ExpertExtension):
+    """The critic's view of the expert, at every evaluation, on the states the collector stands in.
+
+    Logs `expert_value/q_expert` (the critics' mean Q(s, a_expert)), `expert_value/q_policy`
+    (the same at the actor's deterministic action) and their difference
+    `expert_value/advantage`: positive while the critic still rates the expert's action above
+    the agent's own. For agents with an actor and Q-critics (SAC, TD3, REDQ, ASAC, AVG).
+    """
+
+    expert: Any = None
+
+    def __post_init__(self) -> None:
+        if self.expert is None:
+            raise TypeError("ExpertValueMetrics needs an expert: ExpertValueMetrics(expert_fn).")
+
+    def eval_metrics(self, ctx: ExtensionContext, agent_state: Any, ext_state: Any) -> dict[str, jax.Array]:
+        obs = agent_state.collector_state.last_obs
+        critic, actor = agent_state.critic_state, agent_state.actor_state
+        q_expert = jnp.mean(critic.apply_fn(critic.params, obs, self.expert_action(agent_state, obs)))
+        q_policy = jnp.mean(critic.apply_fn(critic.params, obs, deterministic_action(actor, actor.params, obs)))
+        return {
+            "expert_value/q_expert": q_expert,
+            "expert_value/q_policy": q_policy,
+            "expert_value/advantage": q_expert - q_policy,
+        }
