@@ -100,7 +100,8 @@ def expert_sac_run():
         expert_policy=pd_expert,
         expert_buffer_n_steps=300,
     )
-    state, _ = agent.train(seed=0, n_timesteps=400)  # the whole call is warm-up: no update
+    with pytest.warns(UserWarning, match="never update"):
+        state, _ = agent.train(seed=0, n_timesteps=400)  # the whole call is warm-up: no update
     return agent, state
 
 

@@ -172,7 +172,8 @@ class ActorCritic:
         if learning_starts is not None and learning_starts >= end_timestep:
             warnings.warn(
                 f"learning_starts={learning_starts} is not below the call's end ({end_timestep} timesteps): "
-                f"{self.name} will act uniformly at random and never update. Lower learning_starts or train longer.",
+                f"{self.name} will only collect warm-up actions and never update. Lower learning_starts or train "
+                "longer.",
                 stacklevel=3,
             )
 
