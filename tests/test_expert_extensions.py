@@ -8,7 +8,7 @@ import pytest
 
 from ajax import PPO, TD3
 from ajax.agents.cloning import cloning_loss, fit
-from ajax.environments.interaction import expert_rollout
+from ajax.buffers.dataset import expert_transitions
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions.expert import ImitationLoss
 from ajax.extensions.pretrain import CloningPretrain
@@ -63,7 +63,7 @@ def test_cloning_pretrain_brings_the_actor_to_the_expert(td3_states):
     (agent, plain), (_, cloned) = td3_states
     # Held-out states the expert visits (another key than the pretrain's own rollout).
     expert = ExpertInAgentUnits.for_env(smooth_expert, agent.env_args)
-    obs = expert_rollout(jax.random.PRNGKey(7), agent.env_args, expert, 1_000).obs.reshape(-1, 3)
+    obs = expert_transitions(jax.random.PRNGKey(7), agent.env_args, expert, 1_000).obs.reshape(-1, 3)
     cloned_gap, plain_gap = expert_gap(cloned, obs), expert_gap(plain, obs)
     assert cloned_gap < 0.25 * plain_gap, (cloned_gap, plain_gap)
     assert np.isfinite(float(cloned.ext_state[0]))  # the last cloning loss, kept for the evaluations

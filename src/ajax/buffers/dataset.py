@@ -103,6 +103,50 @@ def check_dataset(dataset: Any, env_args: EnvironmentConfig, agent: str) -> Data
     )
 
 
+def expert_transitions(
+    key: jax.Array, env_args: EnvironmentConfig, expert: ExpertInAgentUnits, n_ticks: int, noise: float = 0.0
+) -> Transition:
+    """`n_ticks` steps of every env copy under `expert`, traced: leading axes (ticks, n_envs).
+
+    The expert reads raw observations (no running normalisation) and a stateful one gets
+    its state back every step, restarted with each episode. Actions are stored in agent
+    units, `noise` added to continuous ones, clipped to [-1, 1]. The caller's state is not
+    read or advanced: `key` starts envs of the rollout's own.
+    """
+    env_args = dataclasses.replace(env_args, normalization=NormalizationConfig())
+
+    def act(state: BaseAgentState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, Any]:
+        action, expert_state = expert.act(obs, state.collector_state.expert_state)
+        if env_args.continuous:
+            action = jnp.clip(action + noise * jax.random.normal(key, action.shape), -1.0, 1.0)
+        return action, expert_state
+
+    def tick(state: BaseAgentState, _: None) -> tuple[BaseAgentState, Transition]:
+        state, transition = collect_experience(state, act, env_args)
+        done = transition.terminated | transition.truncated
+        fresh = expert.init_state(env_args.n_envs)
+        expert_state = jax.tree.map(
+            lambda new, old: jnp.where(done.reshape(-1, *([1] * (old.ndim - 1))), new, old),
+            fresh,
+            transition.extras,
+        )
+        collector = state.collector_state.replace(expert_state=expert_state)
+        return state.replace(collector_state=collector), transition.replace(extras=())
+
+    env_key, rng = jax.random.split(key)
+    collector = init_collector(env_key, env_args).replace(expert_state=expert.init_state(env_args.n_envs))
+    state = BaseAgentState(
+        rng=rng,
+        actor_state=None,
+        critic_state=None,
+        collector_state=collector,
+        eval_rng=rng,
+        n_updates=jnp.zeros((), jnp.int32),
+        n_logs=jnp.zeros((), jnp.int32),
+    )
+    return jax.lax.scan(tick, state, None, length=n_ticks)[1]
+
+
 def collect_dataset(
     env: str | Any | EnvironmentConfig,
     expert: Callable[..., Any],
@@ -133,45 +177,14 @@ def collect_dataset(
         env_args = prepare_env(
             env, n_envs=n_envs, episode_length=episode_length, action_repeat=action_repeat, env_params=env_params
         )
-    # Raw observations and rewards: the expert reads the env's own observations.
-    env_args = dataclasses.replace(env_args, normalization=NormalizationConfig())
     if noise < 0 or (noise > 0 and not env_args.continuous):
         raise ValueError(f"noise is a standard deviation in continuous agent units (>= 0), got {noise}.")
     if n_steps < 1 or n_steps % n_envs:
         raise ValueError(f"n_steps must be a positive multiple of n_envs={n_envs}, got {n_steps}.")
     policy = expert if isinstance(expert, ExpertInAgentUnits) else ExpertInAgentUnits.for_env(expert, env_args)
 
-    def act(state: BaseAgentState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, Any]:
-        action, expert_state = policy.act(obs, state.collector_state.expert_state)
-        if env_args.continuous:
-            action = jnp.clip(action + noise * jax.random.normal(key, action.shape), -1.0, 1.0)
-        return action, expert_state
-
-    def tick(state: BaseAgentState, _: None) -> tuple[BaseAgentState, Transition]:
-        state, transition = collect_experience(state, act, env_args)
-        done = transition.terminated | transition.truncated
-        fresh = policy.init_state(env_args.n_envs)
-        expert_state = jax.tree.map(
-            lambda new, old: jnp.where(done.reshape(-1, *([1] * (old.ndim - 1))), new, old),
-            fresh,
-            transition.extras,
-        )
-        collector = state.collector_state.replace(expert_state=expert_state)
-        return state.replace(collector_state=collector), transition.replace(extras=())
-
     def rollout(key: jax.Array) -> Transition:
-        env_key, rng = jax.random.split(key)
-        collector = init_collector(env_key, env_args).replace(expert_state=policy.init_state(env_args.n_envs))
-        state = BaseAgentState(
-            rng=rng,
-            actor_state=None,
-            critic_state=None,
-            collector_state=collector,
-            eval_rng=rng,
-            n_updates=jnp.zeros((), jnp.int32),
-            n_logs=jnp.zeros((), jnp.int32),
-        )
-        _, steps = jax.lax.scan(tick, state, None, length=n_steps // n_envs)
+        steps = expert_transitions(key, env_args, policy, n_steps // n_envs, noise)
         # (ticks, n_envs, ...) -> (n_envs * ticks, ...): each copy's episodes stay in order.
         return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1).reshape(n_steps, *x.shape[2:]), steps)
 

@@ -180,21 +180,3 @@ def gaussian_exploration(noise: Schedule) -> Explore:
 
     return explore
 
-
-def expert_rollout(key: jax.Array, env_args: EnvironmentConfig, expert: ExpertInAgentUnits, n_steps: int) -> Transition:
-    """A stateless expert acting for `n_steps` env steps (whole ticks of `n_envs`), in envs of its own.
-
-    Observations are the env's raw ones, actions the expert's in agent units; the leading
-    axes are (ticks, n_envs). Nothing of the agent's state is read or advanced.
-    """
-    reset_key, run_key = jax.random.split(key)
-    obs, env_state = reset_envs(reset_key, env_args)
-
-    def tick(carry: tuple[jax.Array, Any], key: jax.Array) -> tuple[tuple[jax.Array, Any], Transition]:
-        obs, env_state = carry
-        action = expert(obs)
-        next_obs, env_state, reward, terminated, truncated, final_obs = step_envs(key, env_state, action, env_args)
-        return (next_obs, env_state), Transition(obs, action, reward, final_obs, terminated, truncated)
-
-    ticks = -(-n_steps // env_args.n_envs)
-    return jax.lax.scan(tick, (obs, env_state), jax.random.split(run_key, ticks))[1]

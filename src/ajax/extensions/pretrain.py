@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.agents.cloning import fit
-from ajax.environments.interaction import expert_rollout
+from ajax.buffers.dataset import expert_transitions
 from ajax.extensions.base import ExtensionContext
 from ajax.extensions.expert import ExpertExtension
 
@@ -45,7 +45,8 @@ class CloningPretrain(ExpertExtension):
 
     def pretrain(self, ctx: ExtensionContext, agent_state: Any, ext_state: jax.Array) -> tuple[Any, jax.Array]:
         rollout_key, fit_key = jax.random.split(ctx.rng)
-        transitions = expert_rollout(rollout_key, self.env, self.expert, self.n_steps)
+        ticks = -(-self.n_steps // self.env.n_envs)
+        transitions = expert_transitions(rollout_key, self.env, self.expert, ticks)
         obs = transitions.obs.reshape(-1, transitions.obs.shape[-1])
         expert_action = transitions.action.reshape(obs.shape[0], -1)
         actor_state, loss = fit(agent_state.actor_state, obs, expert_action, fit_key, self.epochs, self.batch_size)
