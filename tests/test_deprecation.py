@@ -8,15 +8,19 @@ from ajax.deprecation import warn_inert
 
 
 def constructor(n_epochs=None, bc_loss_type=None, kept=1):
-    warn_inert("the loss is the log-likelihood; use n_updates_per_iter", n_epochs=n_epochs, bc_loss_type=bc_loss_type)
+    warn_inert(
+        "UDRL", "the loss is the log-likelihood; use n_updates_per_iter", n_epochs=n_epochs, bc_loss_type=bc_loss_type
+    )
     return kept
 
 
 def test_each_inert_keyword_set_warns_at_the_callers_line():
     with pytest.warns(FutureWarning) as record:
         constructor(n_epochs=4, bc_loss_type="mse")  # this line
-    assert [str(w.message).split("=")[0] for w in record] == ["n_epochs", "bc_loss_type"]
-    assert "no longer does anything and will be removed: the loss is the log-likelihood" in str(record[0].message)
+    assert [str(w.message).split(" has")[0] for w in record] == ["UDRL's n_epochs", "UDRL's bc_loss_type"]
+    assert str(record[0].message) == (
+        "UDRL's n_epochs has no effect and will be removed: the loss is the log-likelihood; use n_updates_per_iter"
+    )
     assert (
         record[0].filename == __file__
         and record[0].lineno == test_each_inert_keyword_set_warns_at_the_callers_line.__code__.co_firstlineno + 2
@@ -27,3 +31,21 @@ def test_keywords_left_at_none_say_nothing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert constructor(kept=2) == 2
+
+
+def test_the_architecture_pages_inert_keywords_warn_as_printed():
+    from ajax import SAC
+    from ajax.logging.wandb_logging import LoggingConfig
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SAC("Pendulum-v1", jsrl_curriculum=True)  # SAC counts episode steps itself
+        LoggingConfig(horizon=10_000)
+    messages = [str(w.message) for w in caught if w.category is FutureWarning]
+    assert messages == [
+        "SAC's jsrl_curriculum has no effect and will be removed: SAC counts each env's steps in its episode "
+        "when an extension reads them (JSRLCurriculum).",
+        "LoggingConfig's horizon has no effect and will be removed: evaluations follow the run's horizon, "
+        "train's total_timesteps.",
+    ]
+    assert {w.filename for w in caught if w.category is FutureWarning} == {__file__}

@@ -11,16 +11,17 @@ import warnings
 from typing import Any
 
 
-def warn_inert(reason: str, /, **keywords: Any) -> None:
-    """A FutureWarning for each keyword set to something other than None.
+def warn_inert(owner: str, reason: str, depth: int = 1, /, **keywords: Any) -> None:
+    """A FutureWarning for each of `owner`'s keywords set to something other than None.
 
     Called from the constructor that accepts the keywords, so the warning points at the
-    line that called that constructor. `reason` says what to do instead.
+    line that called that constructor; `depth` counts the frames between them (2 from a
+    dataclass's `__post_init__`). `reason` says what to do instead.
     """
     for name, value in keywords.items():
         if value is not None:
             warnings.warn(
-                f"{name}={value!r} no longer does anything and will be removed: {reason}",
+                f"{owner}'s {name} has no effect and will be removed: {reason}",
                 FutureWarning,
-                stacklevel=3,
+                stacklevel=2 + depth,
             )

@@ -34,6 +34,8 @@ GreedyPolicy = Callable[[BaseAgentState, jax.Array], tuple[jax.Array, jax.Array]
 CarriedGreedyPolicy = Callable[[BaseAgentState, jax.Array, Any], tuple[jax.Array, jax.Array]]
 # (state, observations, actions) -> the critic's estimate of the return from there
 ValueEstimate = Callable[[BaseAgentState, jax.Array, jax.Array], jax.Array]
+# (state, observations, the agent's actions) -> the actions the env executes
+ExecutedAction = Callable[[BaseAgentState, jax.Array, jax.Array], jax.Array]
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,9 @@ class EvalPolicy:
     gamma: float = 0.99
     carry: PolicyCarry | None = None
     expert: ExpertInAgentUnits | None = None  # given expert_policy=: its own episodes, for comparison
+    # What the env executes for the greedy action, when part of the controller is not the
+    # agent's (a residual policy's base controller); the value is still read at the agent's own.
+    execute: ExecutedAction | None = None
 
     def start(self, state: BaseAgentState, n: int) -> Any:
         """The carry of `n` episodes at their start: empty for a stateless policy."""
@@ -104,7 +109,8 @@ def evaluate(
         obs, env_state, alive, policy_carry = carry
         action, entropy = policy.act(state, obs, policy_carry)
         value = policy.value(state, obs, action) if policy.value is not None else jnp.zeros(num_episodes)
-        obs, env_state, reward, terminated, truncated, _ = step_envs(key, env_state, action, eval_env)
+        executed = policy.execute(state, obs, action) if policy.execute is not None else action
+        obs, env_state, reward, terminated, truncated, _ = step_envs(key, env_state, executed, eval_env)
         obs = normalize_observation(normalizer, obs, normalization)
         done = terminated | truncated
         record = (reward, done, alive, entropy, value)

@@ -41,6 +41,7 @@ class CollectorState:
     buffer_state: Any = None
     expert_state: Any = None
     normalizer: Any = None  # obs_norm.Normalizer: running observation/reward statistics, when on
+    episode_steps: jax.Array | None = None  # each env's steps in its episode, when an extension reads them
 
 
 @struct.dataclass

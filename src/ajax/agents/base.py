@@ -164,7 +164,13 @@ class ActorCritic:
         }
 
     def get_make_train(self) -> Callable[..., Callable]:
-        return functools.partial(type(self).make_train, **self.train_kwargs(), extensions=self.extensions)
+        """make_train bound to the agent's settings; given a run, its extensions see the run's horizon."""
+        make_train = functools.partial(type(self).make_train, **self.train_kwargs())
+
+        def bound(*, run: RunSettings, **kwargs: Any) -> Callable:
+            return make_train(run=run, extensions=self.extensions.with_horizon(run.total_timesteps), **kwargs)
+
+        return bound
 
     def check_budget(self, end_timestep: int) -> None:
         """Warn when an off-policy agent's learning_starts leaves no update in the call."""

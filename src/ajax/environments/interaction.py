@@ -34,8 +34,10 @@ class Transition:
     extras: Any = ()  # what the behaviour policy adds, e.g. PPO's log-probability and value
 
 
-# The behaviour policy collection calls: (state, observations, key) -> (actions, extras).
-ActionPipeline = Callable[[BaseAgentState, jax.Array, jax.Array], tuple[jax.Array, Any]]
+# The behaviour policy collection calls: (state, observations, key) -> (actions, extras), or
+# (actions, extras, executed) when the env executes other actions than those stored (a
+# residual policy on a base controller: the replay keeps the agent's own).
+ActionPipeline = Callable[[BaseAgentState, jax.Array, jax.Array], tuple[Any, ...]]
 # From the policy at the last observations, a key and the timestep, the action to take.
 Explore = Callable[[Any, jax.Array, jax.Array], jax.Array]
 
@@ -91,11 +93,13 @@ def collect_experience(
     """One step of every env copy under the behaviour policy; the timestep grows by n_envs."""
     state, (act_key, step_key) = state.next_keys(2)
     collector = state.collector_state
-    action, extras = pipeline(state, collector.last_obs, act_key)
+    action, extras, *executed = pipeline(state, collector.last_obs, act_key)
     obs, env_state, reward, terminated, truncated, final_obs = step_envs(
-        step_key, collector.env_state, action, env_args
+        step_key, collector.env_state, executed[0] if executed else action, env_args
     )
     done = terminated | truncated
+    if collector.episode_steps is not None:
+        collector = collector.replace(episode_steps=jnp.where(done, 0, collector.episode_steps + 1))
     episodic_return = collector.episodic_return + reward  # in the env's own units
     normalizer, obs, final_obs, reward = observe_step(
         collector.normalizer, obs, final_obs, reward, done, env_args.normalization
@@ -179,4 +183,3 @@ def gaussian_exploration(noise: Schedule) -> Explore:
         return jnp.clip(perturbed, -1.0, 1.0)
 
     return explore
-

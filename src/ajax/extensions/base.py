@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +33,7 @@ class ExtensionContext:
     step: jax.Array
     rng: jax.Array
     total_steps: int = struct.field(pytree_node=False)
+    episode_steps: jax.Array | None = None  # each env copy's steps in its episode, when counted
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,18 @@ class Extension:
       critic_loss(ctx, agent_state, ext_state, batch, critic_params) -> (loss, metrics)
       actor_loss(ctx, agent_state, ext_state, batch, actor_params) -> (loss, metrics)
       action(ctx, agent_state, ext_state, obs, action) -> action
+
+    The action phase returns the action the env executes. By default the replay stores
+    that action too: the agent learns off-policy from what was done (an expert that took
+    over). An extension whose change belongs to the environment the agent acts in (a base
+    controller under a residual policy) sets `part_of_env`: the replay keeps the agent's own
+    action, and the evaluation applies the change as well. An extension that reads each env
+    copy's step in its episode (`ctx.episode_steps`) sets `reads_episode_steps`, and the
+    agent then counts them.
     """
+
+    part_of_env: ClassVar[bool] = False
+    reads_episode_steps: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
@@ -109,6 +121,14 @@ class ExtensionStack:
     def __bool__(self) -> bool:
         return bool(self.extensions)
 
+    def folds(self, phase: str) -> bool:
+        """Whether any extension implements `phase`."""
+        return any(phase in extension.phases for extension in self.extensions)
+
+    @property
+    def reads_episode_steps(self) -> bool:
+        return any(extension.reads_episode_steps for extension in self.extensions)
+
     def with_horizon(self, total_steps: int) -> ExtensionStack:
         return ExtensionStack(self.extensions, total_steps)
 
@@ -129,8 +149,8 @@ class ExtensionStack:
         key = jax.random.fold_in(key, agent_state.collector_state.timestep)
         key = jax.random.fold_in(key, agent_state.n_updates)
         keys = jax.random.split(key, len(self.extensions))
-        step = agent_state.collector_state.timestep
-        return [ExtensionContext(step, k, self.total_steps) for k in keys]
+        collector = agent_state.collector_state
+        return [ExtensionContext(collector.timestep, k, self.total_steps, collector.episode_steps) for k in keys]
 
     def fold_init(self, agent_state: Any) -> Any:
         """Each extension's initial state, then each pretrain: fresh runs only."""
@@ -195,11 +215,30 @@ class ExtensionStack:
     def fold_actor_loss(self, agent_state: Any, batch: Any, actor_params: Any) -> tuple[jax.Array, dict]:
         return self._fold_loss("actor_loss", agent_state, batch, actor_params)
 
-    def fold_action(self, agent_state: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
-        if not self.extensions:
-            return action
+    def fold_action(self, agent_state: Any, obs: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(the action the env executes, the action the replay stores) for the agent's `action`.
+
+        Extensions run in the order given, each on the executed action so far; a
+        `part_of_env` one changes only what is executed.
+        """
+        if not self.folds("action"):
+            return action, action
+        executed, stored = action, action
         contexts = self._contexts("action", agent_state)
         for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
             if "action" in extension.phases:
+                executed = extension.action(ctx, agent_state, agent_state.ext_state[index], obs, executed)
+                stored = stored if extension.part_of_env else executed
+        return executed, stored
+
+    def fold_env_action(self, agent_state: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
+        """What the env executes for the evaluation's `action`: only the `part_of_env` extensions act."""
+        contexts = self._contexts("action", agent_state)
+        for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
+            if "action" in extension.phases and extension.part_of_env:
                 action = extension.action(ctx, agent_state, agent_state.ext_state[index], obs, action)
         return action
+
+    @property
+    def acts_in_evaluation(self) -> bool:
+        return any("action" in e.phases and e.part_of_env for e in self.extensions)

@@ -7,6 +7,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ajax.deprecation import warn_inert
+
 WANDB_MODES = ("online", "offline", "disabled")
 
 DEFAULT_FOLDER = "runs"
@@ -43,8 +45,12 @@ class LoggingConfig:
     use_tensorboard: bool = False
     folder: str | None = None
     mode: str = "online"
+    horizon: int | None = field(default=None, hash=False, compare=False)
 
     def __post_init__(self) -> None:
+        warn_inert(
+            "LoggingConfig", "evaluations follow the run's horizon, train's total_timesteps.", 2, horizon=self.horizon
+        )
         if int(self.log_frequency) < 1:
             raise ValueError(f"log_frequency must be a positive number of env steps, got {self.log_frequency}.")
         if self.mode not in WANDB_MODES:

@@ -9,7 +9,8 @@ from ajax.agents.ASAC.state import ASACConfig
 from ajax.agents.ASAC.train_ASAC import make_train
 from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.SAC import SAC
-from ajax.extensions import Extension
+from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions.ibrl import IBRLTargets
 
 
 class ASAC(SAC):
@@ -23,6 +24,8 @@ class ASAC(SAC):
     """
 
     name: ClassVar[str] = "ASAC"
+    # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
 
     def __init__(
@@ -55,8 +58,16 @@ class ASAC(SAC):
         if not 0.0 < theta_learning_rate <= 1.0:
             raise ValueError(f"theta_learning_rate must lie in (0, 1], got {theta_learning_rate}.")
         super().__init__(
-            **shared_arguments(config, SAC.__init__, gamma=1.0, expert_policy=None, expert_buffer_n_steps=0)
+            **shared_arguments(
+                config, SAC.__init__, gamma=1.0, expert_policy=None, expert_buffer_n_steps=0, jsrl_curriculum=None
+            )
         )
         self.config = config
+        for extension in self.extensions.extensions:
+            if isinstance(extension, IBRLTargets):
+                raise ValueError(
+                    "IBRLTargets bootstraps a discounted target, r + gamma Q'(s', a_expert); ASAC's differential "
+                    "target r - rho + Q'(s', a') has no discount to meet it. Use it with SAC, TD3, REDQ or AVG."
+                )
         theta_rate = float(theta_learning_rate)
         self.agent_config = ASACConfig(**shallow_fields(self.agent_config), theta_learning_rate=theta_rate)

@@ -9,7 +9,7 @@ from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.REDQ.state import REDQConfig
 from ajax.agents.REDQ.train_REDQ import make_train
 from ajax.agents.SAC import SAC
-from ajax.extensions import Extension
+from ajax.extensions import LOOP_PHASES, Extension
 
 
 class REDQ(SAC):
@@ -24,6 +24,8 @@ class REDQ(SAC):
     """
 
     name: ClassVar[str] = "REDQ"
+    # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
 
     def __init__(
@@ -64,7 +66,7 @@ class REDQ(SAC):
             )
         if utd_ratio < 1:
             raise ValueError(f"utd_ratio must be a positive integer (critic updates per step), got {utd_ratio}.")
-        super().__init__(**shared_arguments(config, SAC.__init__, expert_buffer_n_steps=0))
+        super().__init__(**shared_arguments(config, SAC.__init__, expert_buffer_n_steps=0, jsrl_curriculum=None))
         self.config = config
         self.agent_config = REDQConfig(
             **{**shallow_fields(self.agent_config), "n_critics": int(n_critics)},

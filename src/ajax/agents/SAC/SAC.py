@@ -9,6 +9,7 @@ from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, sha
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
+from ajax.deprecation import warn_inert
 from ajax.extensions import LOOP_PHASES, Extension
 
 
@@ -24,7 +25,12 @@ class SAC(ActorCritic):
 
     name: ClassVar[str] = "SAC"
     continuous: ClassVar[bool | None] = True
-    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {
+        "on_target",
+        "critic_loss",
+        "actor_loss",
+        "action",
+    }
     make_train = staticmethod(make_train)
 
     def __init__(
@@ -54,8 +60,14 @@ class SAC(ActorCritic):
         expert_buffer_n_steps: int = 0,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
+        jsrl_curriculum: bool | None = None,
     ) -> None:
-        self.config = run_config(locals(), self.name)
+        warn_inert(
+            "SAC",
+            "SAC counts each env's steps in its episode when an extension reads them (JSRLCurriculum).",
+            jsrl_curriculum=jsrl_curriculum,
+        )
+        self.config = run_config(locals(), self.name, exclude=("jsrl_curriculum",))
         super().__init__(**shared_arguments(self.config))
         if not alpha_init > 0 or not alpha_learning_rate > 0:
             raise ValueError("alpha_init and alpha_learning_rate must be positive.")

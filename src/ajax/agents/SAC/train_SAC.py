@@ -36,7 +36,7 @@ from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble
 from ajax.networks.optim import make_optimizer, new_train_state
-from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+from ajax.state import CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
 
 @struct.dataclass
@@ -102,13 +102,20 @@ class SoftActorCritic:
             critic_state=new_train_state(
                 self.critic(), critic_key, self.critic_optimizer_args, obs, action, with_target=True
             ),
-            collector_state=init_collector(env_key, self.env_args, self.buffer.init(self.env_args)),
+            collector_state=self.init_collector(env_key),
             eval_rng=eval_key,
             n_updates=jnp.zeros((), jnp.int32),
             n_logs=jnp.zeros((), jnp.int32),
             alpha=LoopTrainState.create(apply_fn=None, params=log_alpha, tx=alpha_optimizer),
             **fields,
         )
+
+    def init_collector(self, key: jax.Array) -> CollectorState:
+        """The collector with an empty replay; it counts episode steps if an extension reads them."""
+        collector = init_collector(key, self.env_args, self.buffer.init(self.env_args))
+        if self.extensions.reads_episode_steps:
+            collector = collector.replace(episode_steps=jnp.zeros((self.env_args.n_envs,), jnp.int32))
+        return collector
 
     def with_expert_replay(self, state: SoftACState) -> SoftACState:
         """The replay filled with `expert_buffer_n_steps` of the expert's experience, before training.
@@ -199,19 +206,29 @@ class SoftActorCritic:
             pi = self.policy(state, obs)
             return pi.mode(), pi.entropy()
 
-        return EvalPolicy(greedy, value, self.config.gamma, expert=self.config.expert)
+        execute = self.extensions.fold_env_action if self.extensions.acts_in_evaluation else None
+        return EvalPolicy(greedy, value, self.config.gamma, expert=self.config.expert, execute=execute)
 
     @property
     def pipeline(self) -> ActionPipeline:
-        """Sample from the policy; uniform actions before learning_starts."""
+        """Sample from the policy (uniform actions before learning_starts), then the action phase."""
         learning_starts = self.config.learning_starts
-        return explore_pipeline(
+        explore = explore_pipeline(
             sample_policy,
             self.policy,
             self.env_args,
             warmup=lambda state: state.collector_state.timestep < learning_starts,
             expert=self.config.expert,
         )
+        if not self.extensions.folds("action"):
+            return explore
+
+        def act(state: SoftACState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, Any, jax.Array]:
+            action, extras = explore(state, obs, key)
+            executed, stored = self.extensions.fold_action(state, obs, action)
+            return stored, extras, executed
+
+        return act
 
     def loop(self, run: RunSettings, init: Callable, update: Callable, value: ValueEstimate | None):
         """The shared off-policy loop around `update`, storing every step in the replay."""
