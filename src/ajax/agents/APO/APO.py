@@ -40,7 +40,7 @@ class APO(ActorCritic):
 
     name: ClassVar[str] = "APO"
     continuous: ClassVar[bool | None] = None
-    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     make_train = staticmethod(make_train)
 
     def __init__(

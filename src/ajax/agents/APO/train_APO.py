@@ -29,6 +29,7 @@ class AuxiliaryLogs:
     value: ValueAuxiliaries
     average_reward: jax.Array  # rho after this rollout
     mean_value: jax.Array  # E[V(s)] over the rollout, which the Average Value Constraint holds near 0
+    extensions: dict  # the actor_loss extensions' metrics, from PPO's clipped epochs
 
 
 def make_train(
@@ -67,7 +68,7 @@ def make_train(
         )
         state = state.replace(average_reward=average_reward)
         state, aux = ppo.clipped_epochs(state, rollout, advantages, targets, critic_loss)
-        return state, AuxiliaryLogs(aux.policy, aux.value, average_reward, jnp.mean(values))
+        return state, AuxiliaryLogs(aux.policy, aux.value, average_reward, jnp.mean(values), aux.extensions)
 
     # The critic's differential values have no discounted return to be compared with.
     return ppo.loop(run, init, update, discounted=False)

@@ -38,7 +38,7 @@ class PPO(ActorCritic):
 
     name: ClassVar[str] = "PPO"
     continuous: ClassVar[bool | None] = None
-    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     make_train = staticmethod(make_train)
 
     def __init__(

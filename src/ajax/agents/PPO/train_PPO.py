@@ -6,7 +6,9 @@ shuffle of the rollout in minibatches, each an actor and a critic gradient step.
 
 `ProximalActorCritic` holds the parts PPO's descendants reuse unchanged (the networks, the
 initial state, the rollout policy, the clipped minibatch epochs, the evaluation), so APO's
-update holds only what its paper changes: the advantages and the critic's loss.
+update holds only what its paper changes: the advantages and the critic's loss. The actor's
+step is the shared loop's `actor_step`, so the extensions' actor_loss phase (ImitationLoss)
+folds into the clipped surrogate on every minibatch, as it does into a replay agent's actor.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.agents.loop import RunSettings, TrainLoop, gradient_step
+from ajax.agents.loop import RunSettings, TrainLoop, actor_step, gradient_step
 from ajax.agents.PPO.core import (
     approx_kl,
     clipped_surrogate_loss,
@@ -60,6 +62,18 @@ class ValueAuxiliaries:
 class AuxiliaryLogs:
     policy: PolicyAuxiliaries
     value: ValueAuxiliaries
+    extensions: dict  # the actor_loss extensions' metrics (imitation/loss), logged under their own names
+
+
+@struct.dataclass
+class Minibatch:
+    """What one clipped-surrogate step reads of the rollout; an actor_loss extension reads its `obs`."""
+
+    obs: jax.Array
+    action: jax.Array
+    old_log_prob: jax.Array
+    advantage: jax.Array
+    target: jax.Array
 
 
 def make_networks(env_args: EnvironmentConfig, network_args: NetworkConfig):
@@ -121,7 +135,8 @@ class ProximalActorCritic:
         """`n_epochs` passes over a fresh shuffle of the rollout, in minibatches of `batch_size`.
 
         Each minibatch takes an actor step on the clipped surrogate (eq. 7) less the entropy
-        bonus, then a critic step on `vf_coef * critic_loss(V(s), targets)`.
+        bonus, plus the extensions' actor_loss terms on the minibatch, then a critic step on
+        `vf_coef * critic_loss(V(s), targets)`.
         """
         actor, critic = self.networks
         config = self.config
@@ -129,32 +144,36 @@ class ProximalActorCritic:
         n_minibatches = rollout_size // config.batch_size
         flat = jax.tree.map(
             lambda x: x.reshape(-1, *x.shape[2:]),
-            (rollout.obs, rollout.action, rollout.extras["log_prob"], advantages, targets),
+            Minibatch(rollout.obs, rollout.action, rollout.extras["log_prob"], advantages, targets),
         )
         clip_range = at(config.clip_range, state.collector_state.timestep)
+        state, (shuffle_key,) = state.next_keys(1)
 
-        def minibatch_step(train_states, batch):
+        def minibatch_step(train_states, batch: Minibatch):
             actor_state, critic_state = train_states
-            obs, action, old_log_prob, advantage, target = batch
-            if config.normalize_advantage:
-                advantage = normalize(advantage)
+            advantage = normalize(batch.advantage) if config.normalize_advantage else batch.advantage
 
             def policy_loss(params):
-                pi = actor.apply(params, obs)
-                log_ratio = pi.log_prob(action) - old_log_prob
+                pi = actor.apply(params, batch.obs)
+                log_ratio = pi.log_prob(batch.action) - batch.old_log_prob
                 entropy = jnp.mean(pi.entropy())
                 loss = clipped_surrogate_loss(log_ratio, advantage, clip_range) - config.ent_coef * entropy
                 clip_fraction = jnp.mean(jnp.abs(jnp.exp(log_ratio) - 1.0) > clip_range)
                 return loss, (entropy, approx_kl(log_ratio), clip_fraction)
 
             def value_step_loss(params):
-                return config.vf_coef * critic_loss(critic.apply(params, obs), target), ()
+                return config.vf_coef * critic_loss(critic.apply(params, batch.obs), batch.target), ()
 
-            actor_state, p_loss, (entropy, kl, clip_fraction), actor_norm = gradient_step(actor_state, policy_loss)
+            # The extensions read the agent state as the epochs found it (its normaliser, its counters);
+            # the actor params they pull on are this minibatch's.
+            actor_state, p_loss, (entropy, kl, clip_fraction), actor_norm, extension_metrics = actor_step(
+                actor_state, policy_loss, batch, state, self.extensions
+            )
             critic_state, v_loss, _, critic_norm = gradient_step(critic_state, value_step_loss)
             aux = AuxiliaryLogs(
                 PolicyAuxiliaries(p_loss, entropy, kl, clip_fraction, actor_norm),
                 ValueAuxiliaries(v_loss, critic_norm),
+                extension_metrics,
             )
             return (actor_state, critic_state), aux
 
@@ -165,7 +184,6 @@ class ProximalActorCritic:
             )
             return final_aux_scan(minibatch_step, carry, minibatches)
 
-        state, (shuffle_key,) = state.next_keys(1)
         (actor_state, critic_state), aux = final_aux_scan(
             epoch, (state.actor_state, state.critic_state), jax.random.split(shuffle_key, config.n_epochs)
         )
