@@ -5,12 +5,18 @@ Pendulum-v1, 4 envs, 8,000 steps, learning from step 1,000 (the agent benchmark'
 compilation (`agent_bench.timed_train`). Variants:
 
 - SAC + ImitationLoss (an extra actor forward pass and the expert on every batch);
+- SAC + OnlineCloning (that, plus two critic passes for the Q-filter);
+- SAC + IBRLTargets (a target-critic pass on the expert's next action in every target, and
+  two online-critic passes to choose each collected action);
+- SAC + ResidualPolicy, JSRLCurriculum, EDGEExploration (the expert on every collected step);
 - SAC with expert_policy= and evaluations every 1,000 steps (the expert's own evaluation
   episodes beside the agent's), against SAC with the same evaluations;
 - TD3 + CloningPretrain(n_steps=1,000, epochs=2): a one-off cost in the fresh state, timed
   as `train(n_timesteps=0)`, which builds and pretrains it.
 
     JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/extension_cost.py --out runs/extension_cost.jsonl
+
+`--only SAC SAC+IBRLTargets ...` runs those variants (and no fresh-state timing).
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from agent_bench import timed_train  # noqa: E402
 from ajax import SAC, TD3  # noqa: E402
 from ajax.extensions.expert import ImitationLoss  # noqa: E402
+from ajax.extensions.expert_actions import EDGEExploration, JSRLCurriculum, ResidualPolicy  # noqa: E402
+from ajax.extensions.ibrl import IBRLTargets  # noqa: E402
+from ajax.extensions.online_cloning import OnlineCloning  # noqa: E402
 from ajax.extensions.pretrain import CloningPretrain  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 
@@ -45,12 +54,18 @@ def logged(agent, seeds, n_timesteps):
     return timed_train(agent, seeds, n_timesteps)
 
 
+def sac_with(extension):
+    return lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000, extensions=(extension,))
+
+
 VARIANTS = {
     "SAC": (lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000), timed_train),
-    "SAC+ImitationLoss": (
-        lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000, extensions=(ImitationLoss(pd_expert),)),
-        timed_train,
-    ),
+    "SAC+ImitationLoss": (sac_with(ImitationLoss(pd_expert)), timed_train),
+    "SAC+OnlineCloning": (sac_with(OnlineCloning(pd_expert)), timed_train),
+    "SAC+IBRLTargets": (sac_with(IBRLTargets(pd_expert)), timed_train),
+    "SAC+ResidualPolicy": (sac_with(ResidualPolicy(pd_expert)), timed_train),
+    "SAC+JSRLCurriculum": (sac_with(JSRLCurriculum(pd_expert)), timed_train),
+    "SAC+EDGEExploration": (sac_with(EDGEExploration(pd_expert)), timed_train),
     "SAC logged": (lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000), logged),
     "SAC logged+expert_policy": (
         lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000, expert_policy=pd_expert),
@@ -63,9 +78,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--only", nargs="+", choices=sorted(VARIANTS), help="run these variants only")
     args = parser.parse_args()
     rows = []
     for name, (build, run) in VARIANTS.items():
+        if args.only and name not in args.only:
+            continue
         warmup = run(build(), [0], 400)
         for trial in range(args.trials):
             result = run(build(), [0], 8_000)
@@ -80,10 +98,11 @@ def main() -> None:
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
-    for name, extensions in (
-        ("TD3", ()),
-        ("TD3+CloningPretrain", (CloningPretrain(pd_expert, n_steps=1_000, epochs=2),)),
-    ):
+    pretrain_variants = {
+        "TD3": (),
+        "TD3+CloningPretrain": (CloningPretrain(pd_expert, n_steps=1_000, epochs=2),),
+    }
+    for name, extensions in () if args.only else pretrain_variants.items():
         times = []
         for _ in range(args.trials + 1):
             agent = TD3("Pendulum-v1", n_envs=4, learning_starts=1_000, extensions=extensions)
