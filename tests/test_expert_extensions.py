@@ -84,12 +84,12 @@ def test_imitation_loss_adds_its_weighted_term_to_the_actor_loss():
 
 
 def test_expert_extensions_refuse_what_they_cannot_serve():
-    from ajax import UDRL  # continuous, and its command-conditioned actor folds no actor_loss
+    from ajax import DQN
 
     with pytest.raises(TypeError, match="ImitationLoss calls its expert.*stateful"):
         TD3("Pendulum-v1", extensions=(ImitationLoss(CountingExpert()),))
-    with pytest.raises(ValueError, match="ImitationLoss implements actor_loss, which UDRL never folds"):
-        UDRL("Pendulum-v1", extensions=(ImitationLoss(pd_expert),))
+    with pytest.raises(ValueError, match="ImitationLoss clones continuous actions; CartPole-v1 is discrete"):
+        DQN("CartPole-v1", extensions=(ImitationLoss(lambda obs: jnp.zeros(obs.shape[0], jnp.int32)),))
     with pytest.raises(ValueError, match="CloningPretrain clones continuous actions"):
         PPO("CartPole-v1", extensions=(CloningPretrain(lambda obs: jnp.zeros(obs.shape[0], jnp.int32)),))
     with pytest.raises(TypeError, match="needs an expert"):

@@ -20,7 +20,7 @@ FOLDED = {
     "PPO": {"actor_loss"},
     "APO": {"actor_loss"},
     "PQN": set(),
-    "UDRL": set(),
+    "UDRL": {"actor_loss"},
     "DAgger": {"actor_loss"},
     "IQL": REPLAY_CRITIC,
 }

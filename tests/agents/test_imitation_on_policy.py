@@ -1,4 +1,4 @@
-"""ImitationLoss on the on-policy agents: PPO's and APO's clipped epochs fold its actor_loss.
+"""ImitationLoss on the on-policy agents: PPO's and APO's clipped epochs and UDRL's updates fold its actor_loss.
 
 The term is weight * E||mu(s) - a_expert(s)||^2 on each minibatch's observations, mu the
 Gaussian's mode, in agent units: Pendulum's torque box is [-2, 2], so the expert's torque
@@ -113,3 +113,26 @@ def test_apo_folds_the_imitation_loss_and_logs_it():
     )
     loss = np.asarray(evaluations["imitation/loss"][0])
     assert loss.shape == (2,) and np.all(np.isfinite(loss)) and np.all(loss > 0), loss
+
+
+def test_udrl_folds_the_imitation_loss_at_the_replayed_commands():
+    from ajax import UDRL
+
+    agent = UDRL(
+        "Pendulum-v1",
+        n_envs=4,
+        n_steps=50,
+        n_updates_per_iter=8,
+        batch_size=64,
+        buffer_size=16,
+        top_k=4,
+        learning_rate=3e-3,
+        architecture=TINY,
+        extensions=(ImitationLoss(smooth_expert, weight=10.0),),
+    )
+    _, evaluations = agent.train(
+        seed=[0], n_timesteps=3_200, num_episode_test=2, logging_config=LoggingConfig(log_frequency=800)
+    )
+    loss = np.asarray(evaluations["imitation/loss"][0])
+    # Learning starts once an episode (200 steps) has ended; the term pulls pi(. | s, c) to the expert.
+    assert np.all(np.isfinite(loss)) and loss[-1] < 0.3 * loss[0], loss

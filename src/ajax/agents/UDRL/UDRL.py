@@ -56,7 +56,7 @@ class UDRL(ActorCritic):
 
     name: ClassVar[str] = "UDRL"
     continuous: ClassVar[bool | None] = None
-    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     make_train = staticmethod(make_train)
 
     def __init__(

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.agents.loop import RunSettings, TrainLoop, gradient_step, when
+from ajax.agents.loop import RunSettings, TrainLoop, actor_step, when
 from ajax.agents.UDRL.core import (
     exploiting_command,
     exploratory_command,
@@ -65,6 +65,16 @@ class CommandAuxiliaries:
 class AuxiliaryLogs:
     policy: PolicyAuxiliaries
     commands: CommandAuxiliaries
+    extensions: dict  # the actor_loss extensions' metrics (imitation/loss), logged under their own names
+
+
+@struct.dataclass
+class RelabelledBatch:
+    """Replayed steps with the command each one fulfilled; an actor_loss extension reads `obs`."""
+
+    obs: jax.Array
+    command: jax.Array
+    action: jax.Array
 
 
 def make_train(
@@ -144,27 +154,33 @@ def make_train(
         episodes = state.episodes
 
         def gradient_update(actor_state: LoopTrainState, key: jax.Array):
-            obs, command, action = sample_relabelled(episodes, key, config.batch_size)
+            batch = RelabelledBatch(*sample_relabelled(episodes, key, config.batch_size))
 
             def negative_log_likelihood(params):
-                pi = policy(params, obs, command)
-                return -jnp.mean(pi.log_prob(action)), jnp.mean(pi.entropy())
+                pi = policy(params, batch.obs, batch.command)
+                return -jnp.mean(pi.log_prob(batch.action)), jnp.mean(pi.entropy())
 
-            actor_state, loss, entropy, norm = gradient_step(actor_state, negative_log_likelihood)
-            return actor_state, PolicyAuxiliaries(loss, entropy, norm)
+            # An actor_loss extension calls the actor as pi(. | s) on the batch's states: here
+            # the behaviour function at the command each replayed step fulfilled.
+            at_commands = actor_state.replace(apply_fn=lambda params, obs: policy(params, obs, batch.command))
+            actor_state, loss, entropy, norm, metrics = actor_step(
+                actor_state, negative_log_likelihood, batch, state.replace(actor_state=at_commands), extensions
+            )
+            return actor_state, (PolicyAuxiliaries(loss, entropy, norm), metrics)
 
         def updates(actor_state: LoopTrainState, key: jax.Array):
             return final_aux_scan(gradient_update, actor_state, jax.random.split(key, config.n_updates_per_iter))
 
         state, (key,) = state.next_keys(1)
         # A fresh run may end its first segment before any episode has: nothing to learn from yet.
-        actor_state, policy_aux = when(jnp.any(episodes.length > 0), updates, state.actor_state, key)
+        actor_state, (policy_aux, metrics) = when(jnp.any(episodes.length > 0), updates, state.actor_state, key)
         statistics = state.command_statistics
         aux = AuxiliaryLogs(
             policy_aux,
             CommandAuxiliaries(
                 statistics.return_mean, statistics.return_std, statistics.horizon, jnp.sum(episodes.length > 0)
             ),
+            metrics,
         )
         return state.replace(actor_state=actor_state), aux
 
