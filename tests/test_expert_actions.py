@@ -143,6 +143,8 @@ def test_bad_action_extensions_fail_at_construction():
         TD3("Pendulum-v1", extensions=(JSRLCurriculum(pd_expert),))
     with pytest.raises(TypeError, match="ResidualPolicy calls its expert.*stateful"):
         SAC("Pendulum-v1", extensions=(ResidualPolicy(CountingExpert()),))
+    with pytest.raises(ValueError, match="ResidualPolicy makes its controller part of the environment.*JSRLCurriculum"):
+        SAC("Pendulum-v1", extensions=(ResidualPolicy(pd_expert), JSRLCurriculum(pd_expert)))
     with pytest.raises(ValueError, match="horizon and n_stages must be >= 1"):
         JSRLCurriculum(pd_expert, horizon=0)
     with pytest.raises(ValueError, match="epsilon in \\[0, 1\\]"):

@@ -133,7 +133,8 @@ class ExtensionStack:
         return ExtensionStack(self.extensions, total_steps)
 
     def check(self, agent: str, supported_phases: frozenset[str]) -> None:
-        """Refuse, at construction, an extension phase the agent never folds."""
+        """Refuse, at construction, an extension phase the agent never folds, and action extensions
+        whose replays would disagree."""
         allowed = supported_phases | {"init_state"}
         for extension in self.extensions:
             unsupported = sorted(extension.phases - allowed)
@@ -143,6 +144,14 @@ class ExtensionStack:
                     f"(it folds {', '.join(sorted(supported_phases))}). Use an agent that folds "
                     "these phases or drop the extension."
                 )
+        acting = [e for e in self.extensions if "action" in e.phases]
+        in_env = [e for e in acting if e.part_of_env]
+        if in_env and len(acting) > 1:
+            others = ", ".join(e.name for e in acting if e is not in_env[0])
+            raise ValueError(
+                f"{in_env[0].name} makes its controller part of the environment the agent acts in, so the replay "
+                f"keeps the agent's own action; {others} would change it too. Keep one of them."
+            )
 
     def _contexts(self, phase: str, agent_state: Any) -> list[ExtensionContext]:
         key = jax.random.fold_in(agent_state.eval_rng, _PHASE_TAG[phase])
