@@ -67,3 +67,21 @@ def test_an_unfolded_phase_is_refused_at_construction(name):
             agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),), **required(name))
     else:
         agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),), **required(name))
+
+
+@dataclass(frozen=True)
+class ReadsTheNextObservation(Extension):
+    batch_fields = frozenset({"next_obs"})
+
+    def actor_loss(self, ctx, agent_state, ext_state, batch, actor_params):
+        return jnp.mean(batch.next_obs), {}
+
+
+def test_a_batch_field_the_agent_does_not_store_is_refused_at_construction():
+    from ajax import PPO, TD3, UDRL
+
+    TD3("Pendulum-v1", extensions=(ReadsTheNextObservation(),))  # a replay holds next_obs
+    with pytest.raises(ValueError, match="ReadsTheNextObservation reads next_obs of the update's batch, which PPO"):
+        PPO("Pendulum-v1", extensions=(ReadsTheNextObservation(),))
+    with pytest.raises(ValueError, match="which UDRL does not store .its batches hold action, command, obs"):
+        UDRL("Pendulum-v1", extensions=(ReadsTheNextObservation(),))

@@ -21,6 +21,7 @@ import numpy as np
 
 from ajax.agents.loop import RunSettings
 from ajax.environments.create import check_action_space, prepare_env
+from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
@@ -50,6 +51,11 @@ def shared_arguments(
     signature = inspect.signature(parent if parent is not None else ActorCritic.__init__)
     names = [name for name in signature.parameters if name != "self"]
     return {name: overrides[name] if name in overrides else config[name] for name in names}
+
+
+def field_names(batch_class: type) -> frozenset[str]:
+    """The fields of an agent's batch class, for its `batch_fields`."""
+    return frozenset(field.name for field in dataclasses.fields(batch_class))
 
 
 def expert_in_agent_units(expert_policy: Callable[..., Any] | None, env_args: EnvironmentConfig) -> Any:
@@ -102,6 +108,8 @@ class ActorCritic:
     continuous: ClassVar[bool | None] = None  # the action space the agent acts in; None: both
     supports_memory: ClassVar[bool] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+    # What the batches its loss and target phases fold over carry: a replay's transitions.
+    batch_fields: ClassVar[frozenset[str]] = REPLAY_FIELDS
 
     def __init__(
         self,
@@ -147,7 +155,7 @@ class ActorCritic:
         self.extensions = ExtensionStack(
             tuple(e.bind(self.env_args) if isinstance(e, Extension) else e for e in extensions)
         )
-        self.extensions.check(self.name, self.supported_extension_phases)
+        self.extensions.check(self.name, self.supported_extension_phases, self.batch_fields)
         self._programs: dict[Any, Callable] = {}
 
     # What each agent provides -------------------------------------------------------

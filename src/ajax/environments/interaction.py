@@ -34,6 +34,9 @@ class Transition:
     extras: Any = ()  # what the behaviour policy adds, e.g. PPO's log-probability and value
 
 
+# What a replay stores of each transition (not the behaviour policy's extras).
+REPLAY_FIELDS = frozenset({"obs", "action", "reward", "next_obs", "terminated", "truncated"})
+
 # The behaviour policy collection calls: (state, observations, key) -> (actions, extras), or
 # (actions, extras, executed) when the env executes other actions than those stored (a
 # residual policy on a base controller: the replay keeps the agent's own).

@@ -56,11 +56,13 @@ class Extension:
     controller under a residual policy) sets `part_of_env`: the replay keeps the agent's own
     action, and the evaluation applies the change as well. An extension that reads each env
     copy's step in its episode (`ctx.episode_steps`) sets `reads_episode_steps`, and the
-    agent then counts them.
+    agent then counts them. `batch_fields` names what the loss and target phases read of
+    the update's batch, checked at construction against what the agent's batches carry.
     """
 
     part_of_env: ClassVar[bool] = False
     reads_episode_steps: ClassVar[bool] = False
+    batch_fields: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def name(self) -> str:
@@ -132,9 +134,9 @@ class ExtensionStack:
     def with_horizon(self, total_steps: int) -> ExtensionStack:
         return ExtensionStack(self.extensions, total_steps)
 
-    def check(self, agent: str, supported_phases: frozenset[str]) -> None:
-        """Refuse, at construction, an extension phase the agent never folds, and action extensions
-        whose replays would disagree."""
+    def check(self, agent: str, supported_phases: frozenset[str], batch_fields: frozenset[str]) -> None:
+        """Refuse, at construction, an extension phase the agent never folds, a batch field its
+        batches lack, and action extensions whose replays would disagree."""
         allowed = supported_phases | {"init_state"}
         for extension in self.extensions:
             unsupported = sorted(extension.phases - allowed)
@@ -143,6 +145,13 @@ class ExtensionStack:
                     f"{extension.name} implements {', '.join(unsupported)}, which {agent} never folds "
                     f"(it folds {', '.join(sorted(supported_phases))}). Use an agent that folds "
                     "these phases or drop the extension."
+                )
+            missing = sorted(extension.batch_fields - batch_fields)
+            if missing:
+                raise ValueError(
+                    f"{extension.name} reads {', '.join(missing)} of the update's batch, which {agent} does not "
+                    f"store (its batches hold {', '.join(sorted(batch_fields))}). Use an agent whose replay "
+                    "holds them."
                 )
         acting = [e for e in self.extensions if "action" in e.phases]
         in_env = [e for e in acting if e.part_of_env]

@@ -57,6 +57,8 @@ class ImitationLoss(ExpertExtension):
     objective; `weight` trades the two (1.0: the actor's loss and the imitation term at par).
     """
 
+    batch_fields: ClassVar[frozenset[str]] = frozenset({"obs"})
+
     expert: Any = None
     weight: float = 1.0
 

@@ -15,7 +15,7 @@ uses, both here with the expert as the imitation policy:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -82,6 +82,8 @@ class IBRLTargets(ExpertExtension):
     action phase from `phases`, so the stack never folds it and an agent that does not fold
     action accepts the extension.
     """
+
+    batch_fields: ClassVar[frozenset[str]] = frozenset({"reward", "next_obs", "terminated"})
 
     expert: Any = None
     act: bool = True

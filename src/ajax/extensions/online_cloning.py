@@ -11,7 +11,7 @@ that answers on every replayed state, so a_i = a_expert(s_i) on the whole batch.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -53,6 +53,8 @@ class OnlineCloning(ExpertExtension):
     `online_cloning/accepted` (the fraction of the batch the filter keeps). For agents with
     an actor and Q-critics that fold actor_loss (SAC, TD3, REDQ, ASAC, AVG).
     """
+
+    batch_fields: ClassVar[frozenset[str]] = frozenset({"obs"})
 
     expert: Any = None
     weight: float = 1.0

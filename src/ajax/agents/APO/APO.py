@@ -8,8 +8,9 @@ from typing import Any, ClassVar
 
 from ajax.agents.APO.state import APOConfig
 from ajax.agents.APO.train_APO import make_train
-from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, expert_in_agent_units, field_names, run_config, shared_arguments
 from ajax.agents.PPO.PPO import check_clipped_epochs
+from ajax.agents.PPO.train_PPO import Minibatch
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule
 
@@ -41,6 +42,7 @@ class APO(ActorCritic):
     name: ClassVar[str] = "APO"
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
+    batch_fields: ClassVar[frozenset[str]] = field_names(Minibatch)  # PPO's clipped epochs
     make_train = staticmethod(make_train)
 
     def __init__(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
-from ajax.agents.DAgger.state import DAggerConfig
+from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
+from ajax.agents.DAgger.state import DAggerConfig, Labelled
 from ajax.agents.DAgger.train_DAgger import make_train
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
 from ajax.extensions import LOOP_PHASES, Extension
@@ -54,6 +54,7 @@ class DAgger(ActorCritic):
     name: ClassVar[str] = "DAgger"
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
+    batch_fields: ClassVar[frozenset[str]] = field_names(Labelled)  # the aggregated dataset's rows
     make_train = staticmethod(make_train)
 
     def __init__(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
 from ajax.agents.PPO.state import PPOConfig
-from ajax.agents.PPO.train_PPO import make_train
+from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule, check_schedule
 
@@ -39,6 +39,7 @@ class PPO(ActorCritic):
     name: ClassVar[str] = "PPO"
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
+    batch_fields: ClassVar[frozenset[str]] = field_names(Minibatch)
     make_train = staticmethod(make_train)
 
     def __init__(

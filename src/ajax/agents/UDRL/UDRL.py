@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
 from ajax.agents.UDRL.state import UDRLConfig
-from ajax.agents.UDRL.train_UDRL import make_train
+from ajax.agents.UDRL.train_UDRL import RelabelledBatch, make_train
 from ajax.extensions import LOOP_PHASES, Extension
 
 
@@ -57,6 +57,7 @@ class UDRL(ActorCritic):
     name: ClassVar[str] = "UDRL"
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
+    batch_fields: ClassVar[frozenset[str]] = field_names(RelabelledBatch)
     make_train = staticmethod(make_train)
 
     def __init__(
