@@ -104,9 +104,11 @@ class JSRLCurriculum(ExpertExtension):
 
 @dataclass(frozen=True)
 class EDGEExploration(ExpertExtension):
-    """Expert-directed guided exploration: the expert, with noise, takes some steps over.
+    """Expert-directed guided exploration (EDGE): the expert, with noise, takes some steps over.
 
-    At every step each env copy follows the expert with probability epsilon(t), which
+    An epsilon-greedy scheme whose exploratory branch is the expert instead of a uniform
+    draw; the schedule and the noise are Ajax's own choices, not a paper's. At every step
+    each env copy follows the expert with probability epsilon(t), which
     falls linearly from `epsilon` to 0 at `decay_fraction` of the run: early on the agent
     sees the states the expert leads to and the actions that got there, later it explores
     on its own. The expert's action is perturbed by N(0, noise^2) in agent units, so the
