@@ -45,3 +45,7 @@ def test_expert_example_prints_the_agents_lead_over_the_expert():
     # One seed, two evaluations (1,000 and 2,000 steps): the agent's return minus the PD expert's.
     biases = [float(x) for x in lines[0].strip("[]").split()]
     assert len(biases) == 2 and all(-2000.0 < b < 2000.0 for b in biases), lines
+
+
+def test_custom_extension_example_logs_its_term_under_its_own_name():
+    assert run_example("custom_extension.py") == ["['penalty/action_square']", "(2, 2)"]
