@@ -53,6 +53,13 @@ def shared_arguments(
     return {name: overrides[name] if name in overrides else config[name] for name in names}
 
 
+def require_positive_integers(**values: Any) -> None:
+    """Refuse, at construction, a count that is not a positive integer, naming it."""
+    for label, value in values.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{label} must be a positive integer, got {value!r}.")
+
+
 def field_names(batch_class: type) -> frozenset[str]:
     """The fields of an agent's batch class, for its `batch_fields`."""
     return frozenset(field.name for field in dataclasses.fields(batch_class))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, field_names, require_positive_integers, run_config, shared_arguments
 from ajax.agents.DAgger.state import DAggerConfig, Labelled
 from ajax.agents.DAgger.train_DAgger import make_train
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
@@ -95,13 +95,7 @@ class DAgger(ActorCritic):
             )
         require_stateless(expert_policy, "DAgger")
         expert = ExpertInAgentUnits.for_env(expert_policy, self.env_args)
-        for label, value in (
-            ("n_steps", n_steps),
-            ("n_gradient_steps", n_gradient_steps),
-            ("batch_size", batch_size),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{label} must be a positive integer, got {value!r}.")
+        require_positive_integers(n_steps=n_steps, n_gradient_steps=n_gradient_steps, batch_size=batch_size)
         per_iteration = n_steps * self.env_args.n_envs
         if buffer_size < max(per_iteration, batch_size):
             raise ValueError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, require_positive_integers, run_config, shared_arguments
 from ajax.agents.IQL.state import IQLConfig
 from ajax.agents.IQL.train_IQL import make_train
 from ajax.buffers.dataset import Dataset, check_dataset
@@ -93,8 +93,7 @@ class IQL(ActorCritic):
             raise ValueError(f"value_learning_rate must be positive, got {value_learning_rate}.")
         if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0:
             raise ValueError("tau must lie in (0, 1] and gamma in [0, 1].")
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}.")
+        require_positive_integers(batch_size=batch_size)
         self.value_optimizer_args = OptimizerConfig(value_learning_rate, max_grad_norm)
         self.agent_config = IQLConfig(
             gamma=gamma,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, field_names, require_positive_integers, run_config, shared_arguments
 from ajax.agents.UDRL.state import UDRLConfig
 from ajax.agents.UDRL.train_UDRL import RelabelledBatch, make_train
 from ajax.extensions import LOOP_PHASES, Extension
@@ -97,14 +97,9 @@ class UDRL(ActorCritic):
                 "architecture needs at least one layer: the first is the gate of observation and command, "
                 "e.g. ('64', 'relu', '64', 'relu')."
             )
-        for label, value in (
-            ("n_steps", n_steps),
-            ("n_updates_per_iter", n_updates_per_iter),
-            ("batch_size", batch_size),
-            ("top_k", top_k),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{label} must be a positive integer, got {value!r}.")
+        require_positive_integers(
+            n_steps=n_steps, n_updates_per_iter=n_updates_per_iter, batch_size=batch_size, top_k=top_k
+        )
         if buffer_size < 2 * n_envs:
             raise ValueError(
                 f"buffer_size={buffer_size} must hold at least 2 episodes per env (each env keeps a ring of its own, "
