@@ -22,6 +22,11 @@ from ajax.extensions.base import Extension, ExtensionContext
 from ajax.state import EnvironmentConfig
 
 
+def ensemble_min(critic_state: Any, params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
+    """min_i Q_i(s, a) over the agent's critic ensemble (members on axis 0) under `params`."""
+    return jnp.min(critic_state.apply_fn(params, obs, action), axis=0)
+
+
 @dataclass(frozen=True)
 class ExpertExtension(Extension):
     """An extension whose `expert_fields` hold experts; `env` is set when an agent binds it."""

@@ -21,12 +21,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.extensions.base import ExtensionContext
-from ajax.extensions.expert import ExpertExtension
-
-
-def ensemble_min(critic_state: Any, params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
-    """min_i Q_i(s, a) over the critic ensemble (members on axis 0) under `params`."""
-    return jnp.min(critic_state.apply_fn(params, obs, action), axis=0)
+from ajax.extensions.expert import ExpertExtension, ensemble_min
 
 
 def expert_bootstrap(reward: jax.Array, terminated: jax.Array, next_q_expert: jax.Array, gamma: float) -> jax.Array:

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from ajax.agents.cloning import deterministic_action
 from ajax.extensions.base import ExtensionContext
-from ajax.extensions.expert import ExpertExtension
+from ajax.extensions.expert import ExpertExtension, ensemble_min
 
 
 def q_filtered_cloning_loss(
@@ -72,7 +72,7 @@ class OnlineCloning(ExpertExtension):
         critic = agent_state.critic_state
         expert = self.expert_action(agent_state, batch.obs)
         action = deterministic_action(agent_state.actor_state, actor_params, batch.obs)
-        q_expert = jnp.min(critic.apply_fn(critic.params, batch.obs, expert), axis=0)
-        q_policy = jnp.min(critic.apply_fn(critic.params, batch.obs, action), axis=0)
+        q_expert = ensemble_min(critic, critic.params, batch.obs, expert)
+        q_policy = ensemble_min(critic, critic.params, batch.obs, action)
         loss, accepted = q_filtered_cloning_loss(action, expert, q_expert, q_policy, self.q_filter)
         return self.weight * loss, {"online_cloning/loss": loss, "online_cloning/accepted": accepted}
