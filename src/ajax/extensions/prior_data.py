@@ -6,10 +6,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-import flashbax as fbx
 import jax
 
 from ajax.buffers.dataset import Dataset, check_dataset
+from ajax.buffers.replay import ReplayBuffer
 from ajax.environments.interaction import Transition
 from ajax.extensions.base import Extension, ExtensionContext
 from ajax.state import EnvironmentConfig
@@ -55,7 +55,5 @@ class PriorData(Extension):
         capacity = jax.tree.leaves(collector.buffer_state.experience)[0].shape[1]  # flashbax: (1, capacity, ...)
         if data.size > capacity:
             raise ValueError(f"PriorData's {data.size} transitions exceed the replay's capacity of {capacity}.")
-        buffer = fbx.make_item_buffer(max_length=capacity, min_length=1, sample_batch_size=1, add_batches=True)
         transitions = Transition(data.obs, data.action, data.reward, data.next_obs, data.terminated, data.truncated)
-        buffer_state = buffer.add(collector.buffer_state, transitions)
-        return agent_state.replace(collector_state=collector.replace(buffer_state=buffer_state)), ext_state
+        return ReplayBuffer(capacity, batch_size=1).add(agent_state, transitions), ext_state
