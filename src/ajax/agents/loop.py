@@ -141,8 +141,9 @@ class TrainLoop:
         extensions: ExtensionStack | None = None,
         evaluation: EvalPolicy | None = None,
     ) -> TrainLoop:
-        stack = extensions if extensions is not None else ExtensionStack()
-        return cls(env_args, run, stack.with_horizon(run.total_timesteps), evaluation)
+        """The loop of one call. `extensions` come bound to the run's horizon: `ActorCritic.get_make_train`
+        binds them once, for the agent's own folds and the loop's alike."""
+        return cls(env_args, run, extensions if extensions is not None else ExtensionStack(), evaluation)
 
     @property
     def total_timesteps(self) -> int:
