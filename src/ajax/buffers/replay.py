@@ -19,6 +19,11 @@ from ajax.environments.interaction import Transition
 from ajax.state import BaseAgentState, EnvironmentConfig
 
 
+def item_buffer(capacity: int, batch_size: int):
+    """flashbax's item buffer: a ring of `capacity` rows, each add a batch of them, uniform samples of `batch_size`."""
+    return fbx.make_item_buffer(max_length=capacity, min_length=1, sample_batch_size=batch_size, add_batches=True)
+
+
 def stored(transition: Transition) -> Transition:
     """What replay keeps of a transition: everything but the behaviour policy's extras."""
     return transition.replace(extras=())
@@ -38,9 +43,7 @@ class ReplayBuffer:
 
     @property
     def _buffer(self):
-        return fbx.make_item_buffer(
-            max_length=self.capacity, min_length=1, sample_batch_size=self.batch_size, add_batches=True
-        )
+        return item_buffer(self.capacity, self.batch_size)
 
     def init(self, env_args: EnvironmentConfig) -> Any:
         action = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)

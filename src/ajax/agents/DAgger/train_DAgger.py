@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import flashbax as fbx
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -38,6 +37,7 @@ from ajax.agents.DAgger.core import (
 )
 from ajax.agents.DAgger.state import DAggerConfig, DAggerState, Labelled
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step
+from ajax.buffers.replay import item_buffer
 from ajax.environments.interaction import ActionPipeline, Transition, init_collector
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
@@ -83,9 +83,7 @@ class AggregateDataset:
 
     @property
     def _buffer(self):
-        return fbx.make_item_buffer(
-            max_length=self.capacity, min_length=1, sample_batch_size=self.batch_size, add_batches=True
-        )
+        return item_buffer(self.capacity, self.batch_size)
 
     def init(self, env_args: EnvironmentConfig) -> Any:
         label = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)
