@@ -18,25 +18,11 @@ from ajax.schedule import Schedule
 class APO(ActorCritic):
     """PPO for the average-reward criterion, for discrete and continuous actions.
 
-    No discount: the critic learns the differential value of r - rho, where `average_reward`
-    (rho, on the state) averages the rollouts' mean rewards with step `average_reward_step`;
-    the critic's loss carries the Average Value Constraint's penalty `nu` (E[V])^2, which
-    keeps the differential value, defined only up to a constant, from drifting.
-
-    Defaults are PPO's (4 envs, 2048-step rollouts, minibatches of 64, 10 epochs, clip 0.2,
-    lambda 0.95, two 128-unit tanh layers, gradient norm clipped at 0.5, advantages
-    normalised per minibatch) with gamma = 1. The two of APO's own are chosen here, not
-    taken from the paper. `average_reward_step=0.1` weighs about the last ten rollouts,
-    smoothing the noise of one rollout's mean while following the improving policy (1 takes
-    each rollout's mean as it is); rho starts at the first rollout's mean, not at 0.
-    `nu=0.1` fits the values' mean to 1 / (1 + nu) of the targets' mean at each regression,
-    so the drift that bootstrapping without a discount lets accumulate stays bounded, at a
-    weight small against the squared value error; on Pendulum-v1, nu = 1 held the mean value
-    nearer 0 with no better returns.
-
-    Episodes that end at a true terminal contribute no bootstrap (V = 0 past them); a time
-    limit bootstraps from the final observation. The evaluation reports no value bias: a
-    differential value has no discounted return to be compared with.
+    No discount: the critic learns the differential value of r - rho, with rho (the state's
+    `average_reward`) averaging the rollouts' mean rewards with step `average_reward_step`
+    (0.1), and the penalty `nu` (E[V])^2 (nu = 0.1) keeping its level from drifting. Other
+    defaults are PPO's. docs/agents.md has the paper, Ajax's choices and the calibrated
+    result.
     """
 
     name: ClassVar[str] = "APO"

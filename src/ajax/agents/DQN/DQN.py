@@ -16,9 +16,9 @@ class DQN(ActorCritic):
     """Q-learning with replay and a periodically copied target network, for discrete actions.
 
     Defaults: learning rate 1e-3, two 64-unit relu layers, a 1e5 buffer, batches of 64,
-    learning from step 1,000 (uniform actions before), the target copied every 500 env
-    steps, epsilon from 1.0 to 0.05 linearly over the first half of the run, the Huber
-    loss (the paper's error clipping) and gradients clipped at norm 10.
+    learning from step 1,000, the target copied every 500 env steps, epsilon 1.0 to 0.05
+    over the first half of the run, the Huber loss, gradients clipped at norm 10.
+    docs/agents.md has the paper, Ajax's choices and the calibrated result.
     """
 
     name: ClassVar[str] = "DQN"

@@ -16,30 +16,11 @@ from ajax.state import OptimizerConfig
 class IQL(ActorCritic):
     """Offline RL from a fixed dataset: expectile value learning and advantage-weighted regression.
 
-    `IQL(env_id, dataset=collect_dataset(env_id, expert, n_steps, seed))`. The env is only
-    evaluated on: training steps no environment. `train(n_timesteps=...)` counts gradient
-    steps (one minibatch update of V, the policy and the two Q networks each), and so do
-    `total_timesteps` and `LoggingConfig(log_frequency=...)`; each evaluation runs
-    `num_episode_test` episodes of the policy's mean action in the env and reports
-    `Eval/episodic mean reward` like every agent. `Train/episodic mean reward` stays NaN:
-    there are no training episodes.
-
-    Defaults are the paper's MuJoCo locomotion settings (its Appendix B and code): expectile
-    tau 0.7, inverse temperature beta 3.0 with the weight exp(beta (Q - V)) clipped at 100,
-    gamma 0.99, Polyak rate 0.005, Adam at 3e-4 for the policy, the Q networks and V, two
-    256-unit relu layers for every network (V uses `critic_architecture`), batches of 256,
-    the minimum of two target Q networks. The policy is the code's Gaussian around a tanh
-    mean with a state-independent log-std (see `TanhMeanGaussianActor`).
-
-    Departures: the paper's code decays the policy's learning rate on a cosine schedule
-    over its 1M steps; here every rate is constant. It also rescales locomotion rewards by
-    1000 / (the dataset's return range); rewards here are used as the dataset holds them.
-
-    The dataset (`ajax.buffers.dataset.Dataset`) must fit the env: raw observations,
-    actions in the agent's [-1, 1] units; it is checked at construction. Each seed's state
-    holds a copy of it, which the seeds sample from inside the compiled program; a
-    checkpoint therefore holds it too. `dataset` defaults to None only so that every agent
-    builds from an env id alike: IQL refuses to build without one.
+    `IQL(env_id, dataset=collect_dataset(env_id, expert, n_steps, seed))`; training steps no
+    environment, and `n_timesteps` counts gradient steps. Defaults: expectile 0.7, beta 3.0
+    with weights clipped at 100, gamma 0.99, tau 0.005, Adam at 3e-4, two 256-unit relu
+    layers, batches of 256. docs/agents.md has the paper, Ajax's departures and the
+    calibrated result.
     """
 
     name: ClassVar[str] = "IQL"

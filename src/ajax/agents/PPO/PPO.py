@@ -29,11 +29,10 @@ def check_clipped_epochs(n_steps: int, n_envs: int, batch_size: int, n_epochs: i
 class PPO(ActorCritic):
     """Clipped-surrogate PPO with GAE, for discrete and continuous actions.
 
-    Defaults follow the widely used reference settings: 4 envs, 2048-step rollouts,
-    minibatches of 64, 10 epochs each on a fresh shuffle, clip 0.2, GAE lambda 0.95,
-    gamma 0.99, two 128-unit tanh layers, gradient norm clipped at 0.5, advantages
-    normalised per minibatch. Actor and critic are separate networks with separate Adam
-    optimisers at the same learning rate.
+    Defaults: 4 envs, 2048-step rollouts, minibatches of 64, 10 epochs on a fresh shuffle,
+    clip 0.2, GAE lambda 0.95, gamma 0.99, two 128-unit tanh layers, gradient norm clipped
+    at 0.5, advantages normalised per minibatch; separate actor and critic networks and
+    optimisers. docs/agents.md has the paper, Ajax's choices and the calibrated result.
     """
 
     name: ClassVar[str] = "PPO"

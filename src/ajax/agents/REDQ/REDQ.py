@@ -15,12 +15,9 @@ from ajax.extensions import LOOP_PHASES, Extension
 class REDQ(SAC):
     """SAC with an ensemble of N critics, a target from a random subset of M, G updates per step.
 
-    Defaults follow the paper on SAC's settings (learning rates 3e-4, two 256-unit relu
-    layers, gamma 0.99, a 1e6 buffer, batches of 256, tau 0.005, a learned temperature
-    towards -1 per action dimension) with N = 10 critics, M = 2 and an update-to-data
-    ratio G = 20: every tick makes 20 critic updates, each on a fresh minibatch, and one
-    actor update against the ensemble's mean. learning_starts is SAC's 10,000 (the paper
-    starts at 5,000).
+    Defaults: SAC's, with N = 10 critics, M = 2 and G = 20 critic updates per tick, each on
+    a fresh minibatch, and one actor update against the ensemble's mean. docs/agents.md
+    has the paper, Ajax's choices and the calibrated results.
     """
 
     name: ClassVar[str] = "REDQ"

@@ -16,11 +16,11 @@ from ajax.extensions import LOOP_PHASES, Extension
 class SAC(ActorCritic):
     """Soft actor-critic with a squashed Gaussian actor, two critics and a learned temperature.
 
-    Defaults follow the paper and its later version (arXiv:1812.05905): learning rates
-    3e-4, two 256-unit relu layers, gamma 0.99, a 1e6 buffer, batches of 256, learning
-    from step 10,000 (uniform actions before), tau 0.005, initial temperature 1.0 learned
-    towards an entropy of -1 per action dimension, and the minimum of the two critics in
-    the target.
+    Defaults: learning rates 3e-4, two 256-unit relu layers, gamma 0.99, a 1e6 buffer,
+    batches of 256, learning from step 10,000 (uniform actions before), tau 0.005,
+    temperature 1.0 learned towards an entropy of -1 per action dimension.
+    `expert_policy=` and `expert_buffer_n_steps` bring in an expert. docs/agents.md has the
+    paper, Ajax's choices and the calibrated results.
     """
 
     name: ClassVar[str] = "SAC"

@@ -13,45 +13,13 @@ from ajax.extensions import LOOP_PHASES, Extension
 
 
 class UDRL(ActorCritic):
-    """No critic: a policy conditioned on a command (desired return, desired horizon), learned by
-    supervised likelihood on an episode buffer, for discrete and continuous actions.
+    """Upside-down RL: a policy conditioned on a command (desired return, desired horizon),
+    learned by supervised likelihood on an episode buffer; no critic. Discrete and continuous.
 
-    Every stored step is a demonstration of the command it fulfilled: the return the rest
-    of its episode collected within the steps left (hindsight relabelling). The policy
-    learns pi(a | s, c) by maximum likelihood on such steps, and acts on commands drawn from
-    the best recent episodes, asking a little more than their mean return.
-
-    Defaults follow Srivastava et al.'s settings where they carry over (their search ranges
-    in brackets), and were fitted to learn CartPole-v1 quickly on a CPU (tests/agents/
-    test_udrl.py holds the calibration):
-      - 2 envs acting `n_steps=250` steps each per iteration (they generate 10-40 whole
-        episodes per iteration; a fixed segment keeps one compiled shape). Four envs, or
-        125-step segments, learned more slowly per step.
-      - `n_updates_per_iter=25` [100-300] minibatches of `batch_size=256` [512-1024]: about
-        13 samples per collected step, near their ~20. 50 or 100 updates learned more slowly.
-      - `learning_rate=1e-3` [1e-4, 1e-2]; gradients unclipped.
-      - `buffer_size=128` episodes [300-700], commands from its `top_k=5` [25-100] best. Their
-        buffer keeps the highest-return episodes, so their top 25-100 are the best ever seen;
-        this one keeps the most recent, and its top 5 (10 and 25 learned more slowly) play
-        that part.
-      - `return_scale=horizon_scale=0.02` [0.01-0.03]: CartPole's returns and horizons of
-        10-500 reach the network as 0.2-10. Scale to the task: Pendulum's returns of -1,500
-        to -100 would reach it as -30 to -2.
-      - two 64-unit relu layers, the first the multiplicative gate of observation and
-        command (see `CommandConditionedPolicy`).
-
-    Departures, to fit one compiled program: the buffer keeps the most recent episodes, a
-    ring per env, where Srivastava et al. keep the highest-return ones. Acting runs in fixed
-    segments of `n_steps` per env; episodes continue across segments, each starting from a
-    fresh exploratory command drawn from the statistics of the buffer as the last segment
-    left it. There are no warm-up episodes of uniform actions: the first episodes come from
-    the randomly initialised policy. The buffer holds `buffer_size x max_episode_steps`
-    steps: lower `buffer_size` for long episodes or large observations.
-
-    Continuous actions come from a diagonal Gaussian clipped to the agent's [-1, 1], the
-    action the env receives and the buffer stores. Evaluation acts greedily on the exploiting
-    command (the top-K's mean return and mean length), updated by every reward through the
-    episode.
+    Defaults: 2 envs acting 250 steps each per iteration, 25 minibatches of 256 per
+    iteration, learning rate 1e-3, a buffer of the 128 most recent episodes, commands from
+    its top 5, return and horizon scales 0.02, two 64-unit relu layers. docs/agents.md has
+    the papers, Ajax's departures and the calibrated result.
     """
 
     name: ClassVar[str] = "UDRL"
