@@ -3,14 +3,7 @@
 Equations checked: the differential TD error and average-reward GAE (PPO's GAE on
 r - rho with gamma = 1), bootstrapping at a time limit and not at a terminal; the
 reward-rate update rho_k = rho_{k-1} + beta_k (mean r - rho_{k-1}); the Average Value
-Constraint's penalty nu (E[V])^2 on the critic.
-
-Learning calibration (2026-11-29, this machine kind): Pendulum-v1, 40,960 steps, 4 envs x
-256 steps, 10 epochs of minibatches of 64, learning rates 1e-3, 64-unit tanh layers, the
-defaults otherwise (average_reward_step 0.1, nu 0.1); last evaluation: seeds 0-2: -255,
--97, -135 (mean -162); seeds 3-5: -172, -197, -123 (mean -164); the first, at 8k steps,
--830 to -1,120. Threshold: mean >= -400, every seed >= -700 (a random policy scores about
--1,200).
+Constraint's penalty nu (E[V])^2 on the critic. Calibration of the learning test: docs/agents.md.
 """
 
 import jax
@@ -26,7 +19,7 @@ from ajax.agents.APO.core import (
     reward_rate_update,
 )
 from ajax.networks.actor_critic import CategoricalActor, ValueCritic
-from tests.agents.test_learning import last_returns
+from tests.conftest import last_returns
 from tests.probe_envs import EndlessReward
 
 OBS = jnp.ones((1, 1))

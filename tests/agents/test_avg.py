@@ -1,14 +1,7 @@
 """AVG (Vasan et al. 2024): the running statistics, the TD scale and the scaled loss by hand,
-known-answer probes, no replay and no target, learning, bad input.
+known-answer probes, no replay and no target, bad input; slow: learning Pendulum over 300k steps.
 
-Learning calibration (2026-11-29, this machine kind): Pendulum-v1 with AVG's defaults (one
-env, one update per step, 256-unit layers). Learning from single samples is slow and
-unsteady: at 100k steps three seeds ended at a mean of -820 in one run, -1,043 in another,
-and -1,334 after a change of float rounding alone, so 100k steps decide nothing. Over 300k
-steps, evaluations every 30k, seeds 0-5 vmapped (230 s): the first evaluations average
--1,315 (random); the last five per seed average -162, -862, -1,375, -181, -1,037, -1,024
-(overall -774); two seeds hold the swing-up (-97, -144 at the end), the others oscillate.
-Threshold (slow test): the mean of the last five evaluations over the six seeds >= -1,050.
+Calibration of the learning test: docs/agents.md.
 """
 
 import jax

@@ -1,22 +1,7 @@
-"""IQL (Kostrikov et al. 2021) and its offline data: the maths by hand, collect_dataset's flags and
-units, determinism and the resume contract, known-answer probes, learning, bad input.
+"""IQL (Kostrikov et al. 2021): the maths by hand, budgets, known-answer probes, learning, bad input.
 
-Learning calibration (2026-11-29, this machine kind; each score the mean return of 10
-greedy episodes at the last evaluation):
-
-- The Architecture page's PD expert, clip(-(2 theta + 0.5 theta_dot), -2, 2), cannot hold
-  Pendulum up (its gain 2 is below gravity's 5 in torque units) nor swing it up: over 100
-  episodes it scores -1181, -1177, -1178 (three evaluation keys), where zero torque scores
-  -1223 and a random policy about -1200. A test "close to that expert" would not tell a
-  learner from a random policy, so the learning test uses `swing_up` below: an
-  energy-pumping swing-up blended into a PD stabiliser (gains 10, 2), smooth so that a
-  small network can fit it. Over 100 episodes it scores -154.
-- IQL with the paper's defaults but 64-unit relu layers, on 20,000 noiseless transitions
-  of `swing_up` (seed 0), after 10,000 gradient steps: seeds 0-2: -166, -97, -126 (mean
-  -130); seeds 3-5: -278, -178, -122 (mean -193). Threshold: mean >= -300 and every seed
-  >= -500. About 21 s on 2 cores (3 seeds x 10,000 steps, compiled once), so it stays in
-  the default suite. After 4,000 steps on 10,000 transitions IQL is not there yet: seeds
-  0-3: -525, -290, -330, -159.
+Calibration of the learning test (and why it learns from a swing-up expert, not the PD
+expert): docs/agents.md.
 """
 
 from dataclasses import dataclass
@@ -30,21 +15,13 @@ from ajax.agents.IQL import IQL
 from ajax.agents.IQL.core import awr_policy_loss, awr_weight, expectile_loss, q_loss, value_loss, value_target
 from ajax.agents.IQL.networks import TanhMeanGaussianActor
 from ajax.buffers.dataset import Dataset, collect_dataset
-from ajax.environments.utils import StatefulExpert
 from ajax.extensions import Extension
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.actor_critic import QEnsemble, ValueCritic
-from tests.agents.test_determinism_and_resume import assert_same_state
-from tests.agents.test_learning import last_returns
-from tests.probe_envs import BestAction, EndlessReward, TerminalTwin
+from tests.conftest import last_returns, pd_expert
+from tests.probe_envs import BestAction, EndlessReward
 
 SMALL = ("16", "relu")
-
-
-def pd_expert(obs):
-    """The Architecture page's PD controller, in Pendulum's torque units [-2, 2]."""
-    theta = jnp.arctan2(obs[..., 1], obs[..., 0])
-    return jnp.clip(-(2.0 * theta + 0.5 * obs[..., 2]), -2.0, 2.0)[..., None]
 
 
 def swing_up(obs):
@@ -101,61 +78,9 @@ def test_awr_weight_reads_the_min_critic_and_clips_and_the_loss_treats_it_as_a_c
     np.testing.assert_allclose(jax.grad(awr_policy_loss, argnums=1)(weight, log_prob), [-0.5, -1.5])
 
 
-# collect_dataset ------------------------------------------------------------------------------
+# Budgets and evaluations -----------------------------------------------
 
-
-def test_collect_dataset_stores_the_executed_action_in_agent_units_and_keeps_time_limits_apart():
-    dataset = collect_dataset("Pendulum-v1", pd_expert, 400, seed=3, n_envs=2)
-    assert dataset.obs.shape == (400, 3) and dataset.action.shape == (400, 1) and dataset.reward.shape == (400,)
-    # Pendulum's torque box is [-2, 2]: the stored action is the expert's torque / 2.
-    np.testing.assert_allclose(dataset.action, pd_expert(dataset.obs) / 2.0, atol=1e-6)
-    # Each copy runs 200 steps, Pendulum's time limit: one truncation per copy, at its last
-    # step (copy-major), and never a terminal.
-    assert not np.any(dataset.terminated)
-    np.testing.assert_array_equal(np.nonzero(dataset.truncated)[0], [199, 399])
-    # Within an episode a step starts where the previous one ended.
-    np.testing.assert_allclose(dataset.obs[1:200], dataset.next_obs[:199], atol=1e-6)
-    again = collect_dataset("Pendulum-v1", pd_expert, 400, seed=3, n_envs=2)
-    assert_same_state(dataset, again)
-    other = collect_dataset("Pendulum-v1", pd_expert, 400, seed=4, n_envs=2)
-    assert not np.allclose(dataset.obs, other.obs)
-
-
-def test_collect_dataset_flags_a_terminal_as_terminated_and_a_time_limit_as_truncated():
-    def still(obs):
-        return jnp.zeros((obs.shape[0], 1))
-
-    truncating = collect_dataset(EndlessReward(continuous=True, episode_steps=5), still, 20, seed=0)
-    terminating = collect_dataset(TerminalTwin(continuous=True, episode_steps=5), still, 20, seed=0)
-    every_fifth = np.arange(20) % 5 == 4
-    np.testing.assert_array_equal(truncating.truncated, every_fifth)
-    assert not np.any(truncating.terminated)
-    np.testing.assert_array_equal(terminating.terminated, every_fifth)
-    assert not np.any(terminating.truncated)
-
-
-@dataclass(frozen=True)
-class CountingExpert(StatefulExpert):
-    """Acts a = 0.1 x (its step in the episode): its state must restart with each episode."""
-
-    def init_state(self):
-        return jnp.zeros(())
-
-    def __call__(self, obs, state):
-        return jnp.full((1,), 0.1 * state), state + 1.0
-
-
-def test_collect_dataset_restarts_a_stateful_expert_with_each_episode_and_adds_noise_in_agent_units():
-    dataset = collect_dataset(EndlessReward(continuous=True, episode_steps=3), CountingExpert(), 12, seed=0, n_envs=2)
-    np.testing.assert_allclose(dataset.action[:, 0], np.tile([0.0, 0.1, 0.2], 4), atol=1e-6)
-    noisy = collect_dataset("Pendulum-v1", pd_expert, 200, seed=0, noise=0.5)
-    residual = np.asarray(noisy.action - jnp.clip(pd_expert(noisy.obs) / 2.0, -1.0, 1.0))
-    assert np.all(np.abs(noisy.action) <= 1.0) and 0.2 < residual.std() < 0.6
-
-
-# Determinism, the resume contract, evaluations -----------------------------------------------
-
-TOTAL, HALF, LOG = 64, 32, 16
+TOTAL, LOG = 64, 16
 
 
 @pytest.fixture(scope="module")
@@ -176,16 +101,9 @@ def full_run(tiny_dataset):
     )
 
 
-def test_same_seed_same_result_and_timesteps_count_gradient_steps(full_run, tiny_dataset):
+def test_timesteps_count_gradient_steps_and_evaluations_run_on_the_env(full_run, tiny_dataset):
+    # Determinism and the resume contract: tests/agents/test_resume_contract.py.
     state, evaluations = full_run
-    again, evaluations_again = tiny_iql(tiny_dataset).train(
-        seed=[0, 1], n_timesteps=TOTAL, num_episode_test=2, logging_config=LoggingConfig(log_frequency=LOG)
-    )
-    assert_same_state(state, again)
-    for key in evaluations:
-        np.testing.assert_array_equal(evaluations[key], evaluations_again[key], err_msg=key)
-    params = jax.tree.leaves(state.critic_state.params)[0]
-    assert not np.allclose(params[0], params[1])
     # n_timesteps counts gradient steps: one evaluation every LOG of them.
     np.testing.assert_array_equal(state.collector_state.timestep, [TOTAL, TOTAL])
     np.testing.assert_array_equal(state.n_updates, [TOTAL, TOTAL])
@@ -206,24 +124,7 @@ def test_same_seed_same_result_and_timesteps_count_gradient_steps(full_run, tiny
     assert np.all(np.isfinite(tiny_iql(tiny_dataset).evaluate(state, num_episode_test=2)["Eval/episodic mean reward"]))
 
 
-def test_a_run_split_in_two_equals_one_call(full_run, tiny_dataset):
-    state, evaluations = full_run
-    logging = LoggingConfig(log_frequency=LOG)
-    first, first_evaluations = tiny_iql(tiny_dataset).train(
-        seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL, num_episode_test=2, logging_config=logging
-    )
-    second, second_evaluations = tiny_iql(tiny_dataset).train(
-        seed=[0, 1],
-        n_timesteps=TOTAL - HALF,
-        initial_state=first,
-        total_timesteps=TOTAL,
-        num_episode_test=2,
-        logging_config=logging,
-    )
-    assert_same_state(state, second, rtol=1e-5)
-    for key in evaluations:
-        joined = np.concatenate([first_evaluations[key], second_evaluations[key]], axis=1)
-        np.testing.assert_allclose(joined, evaluations[key], rtol=1e-5, atol=1e-5, err_msg=key)
+def test_the_untrained_state_holds_the_dataset_in_every_seed(tiny_dataset):
     # n_timesteps=0: the untrained state, every seed holding the dataset.
     untrained, _ = tiny_iql(tiny_dataset).train(seed=[0, 1], n_timesteps=0)
     np.testing.assert_array_equal(untrained.collector_state.timestep, [0, 0])

@@ -1,10 +1,6 @@
 """PQN (Gallici et al. 2024): Q(lambda) returns by hand, known-answer probes, learning.
 
-Learning calibration (2026-11-29, this machine kind): CartPole-v1, 100k steps, the paper's
-defaults (8 envs x 128 steps, lambda 0.65, 4 x 4 minibatches, lr 2.5e-4, epsilon over the
-first half); last evaluation: seeds 0-2: 237, 90, 118 (mean 148); seeds 3-5: 89, 184, 76
-(mean 116). Threshold: mean >= 70, every seed >= 40 (a random policy scores about 22, the
-untrained greedy one about 9).
+Calibration of the learning test: docs/agents.md.
 """
 
 import jax
@@ -15,7 +11,7 @@ import pytest
 from ajax import PQN
 from ajax.agents.PQN.core import q_lambda_returns
 from ajax.networks.actor_critic import DiscreteQNetwork
-from tests.agents.test_learning import last_returns
+from tests.conftest import last_returns
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward
 
 OBS = jnp.ones((1, 1))

@@ -1,9 +1,6 @@
 """TD3 (Fujimoto et al. 2018): its target maths by hand, known-answer probes, learning.
 
-Learning calibration (2026-11-29, this machine kind): Pendulum-v1, 8k steps, 1 env,
-learning from step 1,000, 64-unit relu layers; last evaluation: seeds 0-2: -203, -235,
--193 (mean -211); seeds 3-5: -135, -151, -164 (mean -150). Threshold: mean >= -400, every
-seed >= -700 (a random policy scores about -1,200).
+Calibration of the learning test: docs/agents.md.
 """
 
 import jax
@@ -15,7 +12,7 @@ from ajax import TD3
 from ajax.agents.TD3.core import clipped_double_q_target, deterministic_policy_loss, smoothed_target_action
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.actor_critic import DeterministicActor, QEnsemble
-from tests.agents.test_learning import last_returns
+from tests.conftest import last_returns
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward
 
 OBS = jnp.ones((1, 1))

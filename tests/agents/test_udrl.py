@@ -5,14 +5,7 @@ Algorithm 2: d_r <- d_r - r_t, d_h <- max(d_h - 1, 1)), the exploratory and expl
 commands from the top-K episodes ("Sampling exploratory commands": d_h the top-K's mean
 length, d_r ~ U[M, M + S]), the hindsight command of a stored step (its return to the
 episode's end, the steps left), the command scaling, and the buffer's rings.
-
-Learning calibration (2026-11-29, this machine kind): CartPole-v1, 30k steps, the defaults
-(2 envs x 250-step segments, 25 updates of 256 per segment, top 5 of a 128-episode buffer);
-last evaluation (10 greedy episodes on the exploiting command): seeds 0-2: 194, 204, 173
-(mean 190); seeds 3-5: 191, 212, 226 (mean 210). Threshold: mean >= 120, every seed >= 80 (a
-random policy scores about 22, the untrained greedy one about 9). UDRL learns CartPole more
-slowly than PPO (386 at 30k): the evaluation returns about what the command asks, and the
-command grows with the best recent episodes.
+Calibration of the learning test: docs/agents.md.
 """
 
 import jax
@@ -35,9 +28,8 @@ from ajax.agents.UDRL.networks import CommandConditionedPolicy
 from ajax.environments.create import prepare_env
 from ajax.evaluate import EvalPolicy, PolicyCarry, evaluate
 from ajax.logging.wandb_logging import LoggingConfig
-from tests.agents.test_learning import last_returns
+from tests.conftest import count_conds, last_returns
 from tests.probe_envs import BestAction, EndlessReward
-from tests.test_loop import count_conds
 
 SMALL = ("16", "relu")
 

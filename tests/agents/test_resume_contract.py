@@ -1,4 +1,8 @@
-"""Same seed, same result; and a run split in two ends where one uninterrupted call does."""
+"""Every agent: same seed, same result; and a run split in two ends where one uninterrupted call does.
+
+Each agent trains once (the module-scoped `full_run`); the determinism check loads the same
+program from the compile cache. Every agent is held to this here and nowhere else.
+"""
 
 import functools
 
@@ -10,12 +14,9 @@ import pytest
 from ajax import APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger
 from ajax.buffers import collect_dataset
 from ajax.logging.wandb_logging import LoggingConfig
+from tests.conftest import assert_same_state, cartpole_expert
 
 SMALL = ("16", "relu")
-
-
-def cartpole_expert(obs):
-    return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(jnp.int32)
 
 
 @functools.cache
@@ -111,13 +112,6 @@ AGENTS = {
     ),
 }
 TOTAL, HALF, LOG = 512, 256, 128
-
-
-def assert_same_state(a, b, rtol=0.0):
-    leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
-    assert len(leaves_a) == len(leaves_b)
-    for x, y in zip(leaves_a, leaves_b, strict=True):
-        np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=rtol, atol=rtol)
 
 
 @pytest.fixture(scope="module", params=sorted(AGENTS))

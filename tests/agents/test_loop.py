@@ -12,6 +12,7 @@ from ajax.environments.interaction import collect_experience, init_collector
 from ajax.extensions import Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.state import BaseAgentState
+from tests.conftest import count_conds
 
 SMALL = ("16", "relu")
 
@@ -104,17 +105,6 @@ def test_metrics_before_learning_starts_are_nan():
     _, evaluations = agent.train(seed=0, n_timesteps=400, logging_config=LoggingConfig(log_frequency=200))
     loss = evaluations["value/critic_loss"][0]
     assert np.isnan(loss[0]) and np.isfinite(loss[1])
-
-
-def count_conds(jaxpr) -> int:
-    count = 0
-    for eqn in jaxpr.eqns:
-        count += eqn.primitive.name == "cond"
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, tuple | list) else [param]:
-                if hasattr(sub, "jaxpr"):
-                    count += count_conds(sub.jaxpr if hasattr(sub.jaxpr, "eqns") else sub.jaxpr.jaxpr)
-    return count
 
 
 def test_gates_stay_branches_under_the_seed_vmap(dqn_logged):
