@@ -22,7 +22,7 @@ def _with_get_obs(cls):
 
 
 def _rollout(env, params, actions):
-    """Step through gymnax's own `step` (auto-reset included): obs, state, reward, flags per step."""
+    """Step through gymnax's own `step` (auto-reset included), as one program: obs, state, reward, flags per step."""
 
     def one(carry, inputs):
         obs, state = carry
@@ -30,10 +30,13 @@ def _rollout(env, params, actions):
         obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
         return (obs, state), (obs, state, reward, terminated, truncated, info["final_observation"])
 
-    key = jax.random.PRNGKey(0)
-    obs, state = env.reset(key, params)
-    keys = jax.random.split(jax.random.PRNGKey(1), len(actions))
-    return jax.tree.map(np.asarray, jax.lax.scan(one, (obs, state), (keys, actions))[1])
+    @jax.jit
+    def run(actions):
+        obs, state = env.reset(jax.random.PRNGKey(0), params)
+        keys = jax.random.split(jax.random.PRNGKey(1), len(actions))
+        return jax.lax.scan(one, (obs, state), (keys, actions))[1]
+
+    return jax.tree.map(np.asarray, run(actions))
 
 
 def test_observation_noise_has_the_requested_std_and_leaves_the_state_alone():
@@ -157,10 +160,10 @@ def test_an_agent_trains_on_a_wrapped_env():
         n_steps=32,
         batch_size=32,
         n_epochs=1,
-        actor_architecture=("16", "tanh"),
-        critic_architecture=("16", "tanh"),
+        actor_architecture=("8", "relu"),
+        critic_architecture=("8", "relu"),
     )
-    state, _ = agent.train(seed=0, n_timesteps=256)
+    state, _ = agent.train(seed=0, n_timesteps=64)
     leaves = [leaf for leaf in jax.tree.leaves(state) if jnp.issubdtype(jnp.asarray(leaf).dtype, jnp.floating)]
     assert leaves and all(np.isfinite(np.asarray(leaf)).all() for leaf in leaves)
 

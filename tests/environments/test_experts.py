@@ -1,6 +1,5 @@
-"""Experts: read in agent units, evaluated beside the agent, filling SAC's replay and acting in its warm-up."""
-
-from dataclasses import dataclass
+"""Experts (ajax.environments.utils): read in agent units, evaluated beside the agent, filling SAC's
+replay and acting in its warm-up."""
 
 import jax
 import jax.numpy as jnp
@@ -8,44 +7,15 @@ import numpy as np
 import pytest
 
 from ajax import APO, ASAC, AVG, REDQ, SAC, TD3
+from ajax.agents.loop import RunSettings
 from ajax.environments.create import prepare_env
-from ajax.environments.utils import ExpertInAgentUnits, StatefulExpert, require_stateless
+from ajax.environments.utils import ExpertInAgentUnits, require_stateless
 from ajax.logging.wandb_logging import LoggingConfig
+from ajax.state import SEED_AXIS
+from tests.conftest import CountingExpert, pd_expert, swing_up_expert
 from tests.probe_envs import BestAction
 
 TINY = ("8", "relu")
-
-
-def pd_expert(obs):
-    """The Why Ajax page's PD controller on Pendulum, in env units ([-2, 2])."""
-    theta = jnp.arctan2(obs[..., 1], obs[..., 0])
-    return jnp.clip(-(2.0 * theta + 0.5 * obs[..., 2]), -2.0, 2.0)[..., None]
-
-
-def swing_up_expert(obs):
-    """Energy pumping (E = theta_dot^2 / 2 + 15 cos theta, 15 upright at rest), a PD hold near the top.
-
-    Scores -177 over 20 of gymnax Pendulum's episodes (the PD expert above: -1,256, a random policy's level).
-    """
-    cos, theta_dot = obs[..., 0], obs[..., 2]
-    theta = jnp.arctan2(obs[..., 1], cos)
-    energy = 0.5 * theta_dot**2 + 15.0 * cos
-    pump = jnp.clip(0.5 * theta_dot * (15.0 - energy), -2.0, 2.0)
-    hold = jnp.clip(-(10.0 * theta + 2.0 * theta_dot), -2.0, 2.0)
-    return jnp.where(cos > 0.9, hold, pump)[..., None]
-
-
-@dataclass(frozen=True)
-class CountingExpert(StatefulExpert):
-    """Answers `value` and counts its calls: a stand-in for a PID's integral."""
-
-    value: float = 0.5
-
-    def init_state(self):
-        return jnp.zeros((), jnp.int32)
-
-    def __call__(self, obs, state):
-        return jnp.full((1,), self.value), state + 1
 
 
 def test_an_expert_answers_in_env_units_and_is_read_in_agent_units():
@@ -68,11 +38,11 @@ def test_a_stateful_expert_gets_its_state_back_and_is_refused_without_it():
         require_stateless(CountingExpert(), "ImitationLoss")
 
 
-@pytest.mark.parametrize("expert", [lambda obs: jnp.full((obs.shape[0], 1), 0.5), CountingExpert(0.5)])
-def test_evaluations_report_the_experts_return_and_the_agents_lead(expert):
+def best_action_sac(expert) -> SAC:
     # BestAction pays 1 - (a - 0.5)^2 in one step: an expert answering 0.5 earns exactly 1.
-    agent = SAC(
+    return SAC(
         BestAction(continuous=True),
+        learn_alpha=False,
         learning_starts=64,
         batch_size=16,
         buffer_size=256,
@@ -80,18 +50,27 @@ def test_evaluations_report_the_experts_return_and_the_agents_lead(expert):
         critic_architecture=TINY,
         expert_policy=expert,
     )
-    _, evaluations = agent.train(seed=[0, 1], n_timesteps=128, logging_config=LoggingConfig(log_frequency=64))
+
+
+@pytest.mark.parametrize("expert", [lambda obs: jnp.full((obs.shape[0], 1), 0.5), CountingExpert(0.5)])
+def test_evaluations_report_the_experts_return_and_the_agents_lead(expert):
+    # The evaluation the logging gate runs, on two seeds' fresh states: no training program to compile
+    # (the gate's own rows: the expert-replay test below).
+    agent = best_action_sac(expert)
+    one_seed = agent.get_make_train()(run=RunSettings(0, 0, 0))
+    keys = jnp.stack([jax.random.PRNGKey(0), jax.random.PRNGKey(1)])
+    evaluations = agent.evaluate(jax.jit(jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS))(keys))
     np.testing.assert_allclose(evaluations["Eval/episodic mean expert reward"], 1.0, rtol=1e-6)
     np.testing.assert_allclose(
         evaluations["Eval/expert bias"], evaluations["Eval/episodic mean reward"] - 1.0, rtol=1e-5, atol=1e-6
     )
 
 
-@pytest.fixture(scope="module")
-def expert_sac_run():
+def test_sac_fills_its_replay_with_expert_steps_and_lets_the_expert_act_in_the_warm_up():
     agent = SAC(
         "Pendulum-v1",
         n_envs=2,
+        learn_alpha=False,
         learning_starts=400,
         batch_size=16,
         buffer_size=2000,
@@ -100,19 +79,18 @@ def expert_sac_run():
         expert_policy=pd_expert,
         expert_buffer_n_steps=300,
     )
-    with pytest.warns(UserWarning, match="never update"):
-        state, _ = agent.train(seed=0, n_timesteps=400)  # the whole call is warm-up: no update
-    return agent, state
-
-
-def test_sac_fills_its_replay_with_expert_steps_and_lets_the_expert_act_in_the_warm_up(expert_sac_run):
-    _, state = expert_sac_run
+    with pytest.warns(UserWarning, match="never update"):  # the whole call is warm-up: no update
+        state, evaluations = agent.train(seed=0, n_timesteps=400, logging_config=LoggingConfig(log_frequency=400))
     buffer = state.collector_state.buffer_state
     stored = 300 + 400  # the expert's 300 steps (150 ticks of 2 envs), then the call's 400
     assert int(np.asarray(buffer.current_index)[0]) == stored
-    experience = jax.tree.map(lambda x: np.asarray(x)[0, :stored], buffer.experience)
+    experience = jax.tree.map(lambda x: np.asarray(x)[0, 0, :stored], buffer.experience)
     # Every stored action is the expert's on its observation, in agent units (torque / 2).
     np.testing.assert_allclose(experience.action, np.asarray(pd_expert(experience.obs)) / 2.0, rtol=1e-5, atol=1e-6)
+    # The logged evaluation rolls the expert out beside the agent: its return, and the agent's lead on it.
+    agent_return, expert_return = (evaluations[f"Eval/episodic mean {name}reward"][0, -1] for name in ("", "expert "))
+    assert np.isfinite(expert_return) and expert_return != agent_return
+    np.testing.assert_allclose(evaluations["Eval/expert bias"][0, -1], agent_return - expert_return, rtol=1e-5)
 
 
 def test_expert_policy_is_taken_by_the_agents_the_page_names():
@@ -138,9 +116,8 @@ def test_bad_expert_settings_fail_at_construction():
 def test_expert_guided_sac_beats_plain_sac_at_a_small_budget():
     """3,000 steps, seeds 0-2, learning from step 1,000; final evaluation (10 episodes).
 
-    Calibration: plain SAC -1,082, -844, -933 (mean -953); guided (2,000 expert steps in the
-    replay, the expert acting in the warm-up, ImitationLoss) -274, -374, -226 (mean -291).
-    About 150 s on 2 cores.
+    Guided: 2,000 expert steps in the replay, the expert acting in the warm-up, ImitationLoss.
+    Calibration: docs/agents.md.
     """
     from ajax.extensions.expert import ImitationLoss
 

@@ -1,0 +1,67 @@
+"""Environment ids: the lists against the installed packages, routing, unknown ids, missing packages."""
+
+import importlib
+import subprocess
+
+import pytest
+
+from ajax.environments import ids
+from ajax.environments.create import EnvironmentAssetsMissingError, make_env, prepare_env
+
+
+def test_id_lists_match_the_installed_packages():
+    import brax.envs
+    import target_gym
+    from gymnax.environments import environment
+    from mujoco_playground import registry
+
+    assert set(ids.BRAX_IDS) == set(brax.envs._envs) - {"fast"}  # "fast" is Brax's own test stub
+    assert set(ids.PLAYGROUND_SUITE_IDS) == set(registry.dm_control_suite.ALL_ENVS)
+    assert set(ids.PLAYGROUND_IDS) == set(registry.ALL_ENVS)
+    envs = {n for n in dir(target_gym) if isinstance(getattr(target_gym, n), type)}
+    assert set(ids.TARGETGYM_IDS) == {n for n in envs if issubclass(getattr(target_gym, n), environment.Environment)}
+    sets = [set(ids.gymnax_ids()), set(ids.BRAX_IDS), set(ids.PLAYGROUND_IDS), set(ids.TARGETGYM_IDS)]
+    assert sum(map(len, sets)) == len(set().union(*sets)), "an id names two backends"
+
+
+def test_ids_route_to_their_backend():
+    assert ids.backend_of("Pendulum-v1") == "gymnax"
+    assert ids.backend_of("halfcheetah") == "brax" and ids.backend_of("CheetahRun") == "playground"
+    assert ids.backend_of("Plane") == "targetgym" and ids.backend_of("nope") is None
+    env, params = make_env("CSTR")
+    assert type(env).__module__.startswith("target_gym") and params.max_steps_in_episode == 100
+
+
+def test_an_unknown_id_names_the_closest_ones():
+    with pytest.raises(ValueError, match="Closest ids: halfcheetah"):
+        prepare_env("halfchetah")
+    with pytest.raises(ValueError, match="CartpoleBalance"):
+        prepare_env("CartpoleBalanse")
+    with pytest.raises(ValueError, match="Closest ids: Pendulum-v1"):
+        prepare_env("pendulum")
+
+
+def test_a_missing_backend_package_says_how_to_install_it(monkeypatch):
+    real = importlib.import_module
+
+    def without_brax(name, *args):
+        if name == "brax":
+            raise ModuleNotFoundError("No module named 'brax'")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", without_brax)
+    with pytest.raises(ImportError, match=r"'ant' is a brax environment.*pip install 'ajax\[brax\]'"):
+        prepare_env("ant")
+
+
+def test_a_menagerie_env_without_its_models_fails_with_what_is_missing(monkeypatch, tmp_path):
+    from mujoco_playground._src import mjx_env
+
+    def offline_clone(*args, **kwargs):
+        raise subprocess.CalledProcessError(128, ["git", "clone"], stderr="Could not resolve host")
+
+    monkeypatch.setattr(mjx_env, "MENAGERIE_PATH", tmp_path / "mujoco_menagerie")
+    monkeypatch.setattr(mjx_env, "_clone_with_progress", offline_clone)
+    with pytest.raises(EnvironmentAssetsMissingError, match="needs the MuJoCo Menagerie.*CartpoleBalance") as caught:
+        prepare_env("Go1JoystickFlatTerrain")
+    assert caught.value.__cause__ is None  # the message, not the subprocess's traceback
