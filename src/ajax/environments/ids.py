@@ -2,7 +2,7 @@
 
 The Brax, MuJoCo Playground and TargetGym ids are listed here rather than read from the
 packages, so routing an id, or telling a user their package is missing, imports nothing
-heavy. `tests/test_environments.py` checks these lists against the installed packages.
+heavy. `tests/environments/test_ids.py` checks these lists against the installed packages.
 The four sets are disjoint: an id names one environment.
 """
 
