@@ -3,19 +3,40 @@
 Test modules import these (`from tests.conftest import last_returns`) instead of importing
 one another. Tiny networks and budgets everywhere a test is about plumbing; a module whose
 tests read one run trains it once in a module-scoped fixture.
+
+The default suite mostly compiles short programs, so it compiles them with XLA's least
+optimising settings (`jax_disable_most_optimizations`: about half the compile time, the
+same values up to float rounding). A test marked `learning` (a calibrated threshold over
+thousands of steps) or `slow` compiles as users do.
 """
 
 import os
 from dataclasses import dataclass
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Through the environment, so that the processes tests start (the CLI's, the examples') compile alike.
+os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 from ajax.environments.utils import StatefulExpert  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _compile_as_users_do_for_learning(request):
+    if request.node.get_closest_marker("learning") is None and request.node.get_closest_marker("slow") is None:
+        yield
+        return
+    before = jax.config.values["jax_disable_most_optimizations"]
+    jax.config.update("jax_disable_most_optimizations", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_disable_most_optimizations", before)
 
 
 def first_seed(tree):

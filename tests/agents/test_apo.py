@@ -122,6 +122,7 @@ def test_one_reward_rate_per_seed_and_the_same_seed_the_same_run(tiny, one_call)
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.learning
 def test_apo_learns_pendulum():
     tanh64 = ("64", "tanh", "64", "tanh")
     agent = APO(

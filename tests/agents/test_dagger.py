@@ -252,6 +252,7 @@ def test_probe_the_learner_takes_the_experts_best_action():
 
 
 # Learning (calibration: docs/agents.md) ---------------------------------------------------
+@pytest.mark.slow
 def test_dagger_reaches_the_experts_return_on_cartpole():
     scores = last_returns(DAgger("CartPole-v1", expert_policy=cartpole_expert), 4_000, 1_000)
     assert scores.min() >= 475, scores

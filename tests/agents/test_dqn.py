@@ -64,6 +64,7 @@ def test_dqn_bootstraps_at_time_limits_not_terminals():
     np.testing.assert_allclose(q_twin, [0.1 * TWIN_TD_VALUE] * 2, atol=0.05)
 
 
+@pytest.mark.learning
 def test_dqn_learns_cartpole():
     scores = last_returns(DQN("CartPole-v1", n_envs=4), 30_000, 2_500)
     assert scores.mean() >= 60 and scores.min() >= 40, scores

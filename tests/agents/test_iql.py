@@ -236,6 +236,7 @@ def test_time_limit_probe_bootstraps_through_truncations():
 # Learning -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_iql_learns_pendulum_close_to_the_expert():
     dataset = collect_dataset("Pendulum-v1", swing_up, 20_000, seed=0)
     relu64 = ("64", "relu", "64", "relu")

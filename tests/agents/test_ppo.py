@@ -105,6 +105,7 @@ def test_ppo_bootstraps_at_time_limits_not_terminals():
     assert value_twin == pytest.approx(TWIN_MC_VALUE, abs=0.5)
 
 
+@pytest.mark.learning
 def test_ppo_learns_cartpole():
     tanh64 = ("64", "tanh", "64", "tanh")
     agent = PPO(

@@ -94,6 +94,7 @@ def test_sac_bootstraps_at_time_limits_not_terminals():
     assert q_twin == pytest.approx(TWIN_TD_VALUE, abs=0.5)
 
 
+@pytest.mark.slow
 def test_sac_learns_pendulum():
     relu64 = ("64", "relu", "64", "relu")
     agent = SAC("Pendulum-v1", learning_starts=1_000, actor_architecture=relu64, critic_architecture=relu64)

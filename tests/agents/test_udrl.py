@@ -221,6 +221,7 @@ def test_probe_episodes_spanning_segments_are_stored_whole():
 
 
 # Learning ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_udrl_learns_cartpole():
     scores = last_returns(UDRL("CartPole-v1"), 30_000, 3_000)
     assert scores.mean() >= 120 and scores.min() >= 80, scores
