@@ -47,11 +47,21 @@ def build_resumable_train(
     return train
 
 
+def traced_once(fn: Callable) -> Callable:
+    """`fn` under jit, so that reading its output shape and then calling it trace it once.
+
+    `jax.eval_shape(f, ...)` traces `f`; calling a jitted `f` at the same shapes afterwards
+    reuses that trace instead of running the Python again. Scans and branches that need an
+    output's shape before they run `f` would otherwise trace it twice, and twice again at
+    every level they nest. XLA inlines the nested call, so the compiled program is the same.
+    """
+    return jax.jit(fn)
+
+
 def final_aux_scan(fn: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None, length: int | None = None):
     """A scan that keeps only the last step's metrics instead of stacking every step's."""
-    template = jax.eval_shape(
-        lambda c, x: fn(c, x)[1], init, jax.tree.map(lambda a: a[0], xs) if xs is not None else None
-    )
+    fn = traced_once(fn)
+    _, template = jax.eval_shape(fn, init, jax.tree.map(lambda a: a[0], xs) if xs is not None else None)
     empty = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
 
     def body(carry, x):

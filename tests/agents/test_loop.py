@@ -11,6 +11,7 @@ from ajax.environments.create import prepare_env
 from ajax.environments.interaction import collect_experience, init_collector
 from ajax.extensions import Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
+from ajax.perf_utils import final_aux_scan
 from ajax.state import BaseAgentState
 from tests.conftest import count_conds
 
@@ -127,6 +128,22 @@ def test_when_skips_and_fills_metrics_with_nan():
     assert state.tolist() == [1.0, 1.0] and np.isnan(aux["loss"])
     state, aux = when(jnp.asarray(True), double, jnp.ones(2))
     assert state.tolist() == [2.0, 2.0] and float(aux["loss"]) == 2.0
+
+
+def test_a_step_whose_shape_is_read_first_is_traced_once():
+    """`when` and `final_aux_scan` need the step's output shape before they run it; tracing it
+    twice would double the trace at every level they nest (an epoch of minibatches: four times)."""
+    traces = []
+
+    def step(carry, x):
+        traces.append(x)
+        return carry + x, {"x": x}
+
+    carry, aux = final_aux_scan(step, jnp.zeros(()), jnp.arange(3.0))
+    assert float(carry) == 3.0 and float(aux["x"]) == 2.0 and len(traces) == 1
+    traces.clear()
+    state, aux = when(jnp.asarray(True), lambda s: step(s, 1.0), jnp.zeros(()))
+    assert float(state) == 1.0 and len(traces) == 1
 
 
 def test_time_limit_keeps_the_final_observation_and_flags_truncation():

@@ -34,7 +34,7 @@ from ajax.environments.interaction import ActionPipeline, Transition, collect_ex
 from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
 from ajax.extensions import ExtensionStack
 from ajax.log import TRAIN_RETURN, empty_rows, evaluate_and_log, evaluation_keys, n_rows, train_return
-from ajax.perf_utils import LoopCarry, build_resumable_train
+from ajax.perf_utils import LoopCarry, build_resumable_train, traced_once
 from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState
 
 Update = Callable[..., tuple[BaseAgentState, Any]]
@@ -46,6 +46,7 @@ def when(pred: jax.Array, fn: Callable[..., tuple[Any, Any]], state: Any, *args:
 
     With an unbatched `pred` this stays a real branch under the seed vmap.
     """
+    fn = traced_once(fn)
     _, aux_shape = jax.eval_shape(fn, state, *args)
 
     def skip(state: Any, *args: Any) -> tuple[Any, Any]:
@@ -247,6 +248,7 @@ class TrainLoop:
             train.evaluate = self.evaluate
             return train
 
+        @traced_once
         def metrics(state: BaseAgentState, key: jax.Array, aux: Any) -> dict[str, jax.Array]:
             return {
                 **self.evaluate(state, key),
@@ -255,9 +257,12 @@ class TrainLoop:
                 **self.extensions.fold_eval_metrics(state),
             }
 
+        # The rows' shapes are read from one iteration before the scan traces it.
+        step_once = traced_once(step)
+
         def iteration(carry: LoopCarry) -> LoopCarry:
             previous = carry.state.collector_state.timestep
-            state, aux = step(carry.state)
+            state, aux = step_once(carry.state)
             state, rows = evaluate_and_log(
                 state,
                 carry.rows,
@@ -279,7 +284,7 @@ class TrainLoop:
 
         def rows_for(state: BaseAgentState) -> dict[str, jax.Array]:
             def one(state: BaseAgentState) -> dict[str, jax.Array]:
-                state, aux = step(state)
+                state, aux = step_once(state)
                 return metrics(state, evaluation_keys(state)[0], aux)
 
             return empty_rows(jax.eval_shape(one, state), count)
