@@ -7,7 +7,8 @@ tests read one run trains it once in a module-scoped fixture.
 The default suite mostly compiles short programs, so it compiles them with XLA's least
 optimising settings (`jax_disable_most_optimizations`: about half the compile time, the
 same values up to float rounding). A test marked `learning` (a calibrated threshold over
-thousands of steps) or `slow` compiles as users do.
+thousands of steps), `optimized` (whose run outlasts its compile) or `slow` compiles as users
+do.
 """
 
 import os
@@ -25,10 +26,12 @@ import pytest  # noqa: E402
 from ajax.environments.utils import StatefulExpert  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 
+AS_USERS_COMPILE = ("learning", "optimized", "slow")
+
 
 @pytest.fixture(autouse=True)
-def _compile_as_users_do_for_learning(request):
-    if request.node.get_closest_marker("learning") is None and request.node.get_closest_marker("slow") is None:
+def _compile_as_users_do_for_long_runs(request):
+    if not any(request.node.get_closest_marker(marker) for marker in AS_USERS_COMPILE):
         yield
         return
     before = jax.config.values["jax_disable_most_optimizations"]

@@ -166,7 +166,7 @@ def test_no_subcommand_prints_help(capsys):
 
 def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_path):
     """SIGKILL at the first checkpoint, `--resume`, and the run ends byte for byte where one run ends."""
-    run = ["train", "DQN", "CartPole-v1", "--timesteps", "100000", "--n-envs", "4", "--log-frequency", "5000"]
+    run = ["train", "DQN", "CartPole-v1", "--timesteps", "20000", "--n-envs", "4", "--log-frequency", "1000"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     with contextlib.redirect_stdout(io.StringIO()):
         assert main([*run, "--out", str(whole)]) == 0
@@ -182,9 +182,9 @@ def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_p
         time.sleep(0.005)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    skeleton, _ = DQN("CartPole-v1", n_envs=4).train(seed=[0], n_timesteps=0, total_timesteps=100_000)
+    skeleton, _ = DQN("CartPole-v1", n_envs=4).train(seed=[0], n_timesteps=0, total_timesteps=20_000)
     reached = int(restore_into(skeleton, killed / "checkpoint.ckpt").collector_state.timestep[0])
-    assert reached < 100_000  # the kill interrupted the run
+    assert reached < 20_000  # the kill interrupted the run
 
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["train", "--resume", str(killed)]) == 0

@@ -115,9 +115,7 @@ def run_blocks(blocks: list[Block], full: bool, namespace: dict) -> None:
         except Exception:
             pytest.fail(f"{block.where} raised:\n{traceback.format_exc(limit=-3)}", pytrace=False)
         if block.output is not None and not cut and not output_matches(block.output, stdout.getvalue()):
-            pytest.fail(
-                f"{block.where} printed\n{stdout.getvalue()}\ninstead of\n{block.output}", pytrace=False
-            )
+            pytest.fail(f"{block.where} printed\n{stdout.getvalue()}\ninstead of\n{block.output}", pytrace=False)
 
 
 def page_blocks() -> dict[str, list[Block]]:

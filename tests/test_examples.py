@@ -9,6 +9,8 @@ import io
 import runpy
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -23,6 +25,7 @@ def test_architecture_example_prints_what_the_page_says():
     assert run_example("architecture_ppo.py") == ["None", "BaseAgentState", "[640 640]", "2", "PPO 64"]
 
 
+@pytest.mark.optimized  # 8 seeds of 16,384 steps: the run outlasts its compile
 def test_end_to_end_example_counts_every_seed():
     lines = run_example("end_to_end.py")
     assert lines[0] == "cpu"
@@ -30,6 +33,7 @@ def test_end_to_end_example_counts_every_seed():
     assert lines[1] == "[" + " ".join(["17408"] * 8) + "]"
 
 
+@pytest.mark.optimized  # APO's 4,096 steps, ASAC's 1,000 updates of 256-wide networks
 def test_average_reward_example_prints_one_estimate_per_seed():
     lines = run_example("average_reward.py")
     assert len(lines) == 2

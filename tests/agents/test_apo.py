@@ -122,7 +122,7 @@ def test_one_reward_rate_per_seed_and_the_same_seed_the_same_run(tiny, one_call)
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.learning
+@pytest.mark.slow  # about 20 s on 2 cores, held out of the default suite's 10 minutes; the probes stay
 def test_apo_learns_pendulum():
     tanh64 = ("64", "tanh", "64", "tanh")
     agent = APO(

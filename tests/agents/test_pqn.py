@@ -54,7 +54,7 @@ def test_probes_one_step_value_best_action_and_time_limit_bootstrap():
     np.testing.assert_allclose(q_values(endless, endless.train(seed=0, n_timesteps=16_384)[0]), [10.0] * 2, atol=1.0)
 
 
-@pytest.mark.learning
+@pytest.mark.slow  # about 20 s on 2 cores, held out of the default suite's 10 minutes; the probes stay
 def test_pqn_learns_cartpole():
     scores = last_returns(PQN("CartPole-v1"), 100_000, 10_000)
     assert scores.mean() >= 70 and scores.min() >= 40, scores

@@ -1,7 +1,8 @@
 """Every agent: same seed, same result; and a run split in two ends where one uninterrupted call does.
 
-Each agent trains once (the module-scoped `full_run`); the determinism check loads the same
-program from the compile cache. Every agent is held to this here and nowhere else.
+Each agent trains once (the module-scoped `full_run`); the determinism check runs that agent's
+compiled program again, and the split run's fresh agents trace and compile theirs anew, so
+tracing is held to the same bits. Every agent is held to this here and nowhere else.
 """
 
 import functools
@@ -117,15 +118,14 @@ TOTAL, HALF, LOG = 512, 256, 128
 @pytest.fixture(scope="module", params=sorted(AGENTS))
 def full_run(request):
     name = request.param
-    state, evaluations = AGENTS[name]().train(
-        seed=[0, 1], n_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
-    )
-    return name, state, evaluations
+    agent = AGENTS[name]()
+    state, evaluations = agent.train(seed=[0, 1], n_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG))
+    return name, agent, state, evaluations
 
 
 def test_same_seed_same_result(full_run):
-    name, state, evaluations = full_run
-    again, evaluations_again = AGENTS[name]().train(
+    _, agent, state, evaluations = full_run
+    again, evaluations_again = agent.train(
         seed=[0, 1], n_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
     )
     assert_same_state(state, again)
@@ -137,7 +137,7 @@ def test_same_seed_same_result(full_run):
 
 
 def test_a_run_split_in_two_equals_one_call(full_run):
-    name, state, evaluations = full_run
+    name, _, state, evaluations = full_run
     first, first_evaluations = AGENTS[name]().train(
         seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
     )
@@ -161,7 +161,7 @@ def test_a_run_split_in_two_equals_one_call(full_run):
 
 
 def test_seeds_that_disagree_on_counters_are_refused(full_run):
-    name, state, _ = full_run
+    name, _, state, _ = full_run
     broken = state.replace(
         collector_state=state.collector_state.replace(timestep=state.collector_state.timestep.at[1].add(1))
     )

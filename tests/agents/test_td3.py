@@ -83,7 +83,7 @@ def test_policy_delay_updates_the_actor_every_other_critic_update():
     assert np.all(np.isfinite(evaluations["value/critic_loss"][0][9:]))
 
 
-@pytest.mark.learning
+@pytest.mark.slow  # about 20 s on 2 cores, held out of the default suite's 10 minutes; the probes stay
 def test_td3_learns_pendulum():
     relu64 = ("64", "relu", "64", "relu")
     agent = TD3("Pendulum-v1", learning_starts=1_000, actor_architecture=relu64, critic_architecture=relu64)
