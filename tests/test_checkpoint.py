@@ -1,5 +1,6 @@
 """Checkpoints: the whole state round-trips, a resumed run from disk equals one call, a failed
-write leaves the last checkpoint whole, and every mismatch names its field."""
+write leaves the last checkpoint whole, a damaged or foreign file is refused naming the path and
+the reason, and every mismatch names its field."""
 
 import dataclasses
 import os
@@ -9,13 +10,17 @@ import numpy as np
 import pytest
 from flax import struct
 
-from ajax import SAC
+from ajax import SAC, TD3
 from ajax.agents.SAC.state import SoftACState
-from ajax.checkpoint import restore_into, save_checkpoint
+from ajax.checkpoint import CheckpointError, restore_into, save_checkpoint
 from ajax.state import BaseAgentState, LoopTrainState
 
 SMALL = ("16", "relu")
 TOTAL, HALF = 512, 256
+COMPILES: list[str] = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, _seconds, **_: COMPILES.append(event) if event.endswith("backend_compile_duration") else None
+)
 
 
 def sac():
@@ -39,8 +44,9 @@ def assert_same(a, b):
 
 @pytest.fixture(scope="module")
 def halves(tmp_path_factory):
-    first, _ = sac().train(seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL)
-    path = save_checkpoint(first, tmp_path_factory.mktemp("ckpt") / "run" / "state.ckpt")
+    agent = sac()
+    first, _ = agent.train(seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL)
+    path = save_checkpoint(first, tmp_path_factory.mktemp("ckpt") / "run" / "state.ckpt", agent=agent)
     return first, path
 
 
@@ -59,6 +65,18 @@ def test_a_run_resumed_from_disk_on_a_fresh_agent_equals_one_call(halves):
     skeleton, _ = agent.train(seed=[0, 1], n_timesteps=0)
     resumed, _ = agent.train(initial_state=restore_into(skeleton, path), n_timesteps=HALF, total_timesteps=TOTAL)
     assert_same(one_call, resumed)
+
+
+def test_a_state_read_from_disk_runs_the_program_a_fresh_state_compiled(halves):
+    """Counters a library starts from a Python 0 are weakly typed in a fresh state and strong on
+    disk; were that part of the program's key, every resume from disk would compile again."""
+    _, path = halves
+    agent = sac()
+    agent.train(initial_state=agent.train(seed=[0, 1], n_timesteps=0)[0], n_timesteps=HALF, total_timesteps=TOTAL)
+    restored = restore_into(agent.train(seed=[0, 1], n_timesteps=0)[0], path, agent=agent)
+    COMPILES.clear()
+    agent.train(initial_state=restored, n_timesteps=HALF, total_timesteps=TOTAL)
+    assert COMPILES == []
 
 
 def test_a_failed_write_leaves_the_last_checkpoint_whole(halves, tmp_path, monkeypatch):
@@ -113,12 +131,38 @@ def test_a_skeleton_of_another_shape_fails_naming_the_field(halves):
         restore_into(three_seeds, path)
 
 
-def test_a_file_that_is_not_a_checkpoint_is_refused(halves, tmp_path):
-    first, _ = halves
-    bad = tmp_path / "notes.ckpt"
-    bad.write_bytes(b"\x80")  # an empty msgpack map
-    with pytest.raises(ValueError, match="not an Ajax checkpoint"):
-        restore_into(first, bad)
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda data: None, "no such file"),
+        (lambda data: b"", "the file is empty"),
+        (lambda data: b"\x80", "not an Ajax checkpoint"),  # an empty msgpack map, as format 1 began
+        (lambda data: data[:30], "header is damaged or cut short"),
+        (lambda data: data[: len(data) // 2], r"truncated \([\d,]+ of its [\d,]+ bytes of arrays\)"),
+        (lambda data: data[:-100] + bytes([data[-100] ^ 1]) + data[-99:], "corrupted"),  # one flipped bit
+        (lambda data: data + b"\0", "corrupted"),
+    ],
+    ids=["missing", "empty", "not-ajax", "header-cut", "truncated", "flipped-bit", "trailing-byte"],
+)
+def test_a_damaged_file_is_refused_naming_the_path_and_the_reason(halves, tmp_path, damage, reason):
+    first, path = halves
+    damaged = tmp_path / "damaged.ckpt"
+    data = damage(path.read_bytes())
+    if data is not None:
+        damaged.write_bytes(data)
+    with pytest.raises(CheckpointError, match=f"Cannot restore {damaged}: .*{reason}"):
+        restore_into(first, damaged)
+
+
+def test_another_agents_checkpoint_is_refused_saying_who_saved_it(halves):
+    _, path = halves
+    td3 = TD3("Pendulum-v1", n_envs=2, buffer_size=1000, actor_architecture=SMALL, critic_architecture=SMALL)
+    skeleton, _ = td3.train(seed=[0, 1], n_timesteps=0)
+    # Told the agent, the header alone decides; without it the arrays do not fit the skeleton.
+    with pytest.raises(CheckpointError, match="into TD3 on Pendulum-v1: it was saved by SAC on Pendulum-v1"):
+        restore_into(skeleton, path, agent=td3)
+    with pytest.raises(CheckpointError, match="holds a SoftACState saved by SAC on Pendulum-v1, the skeleton is a"):
+        restore_into(skeleton, path)
 
 
 def test_a_restored_state_evaluates_as_the_saved_one(halves):

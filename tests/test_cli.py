@@ -192,6 +192,34 @@ def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_p
     assert (killed / "evaluations.jsonl").read_text() == (whole / "evaluations.jsonl").read_text()
 
 
+def run_cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ajax.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+
+
+def test_a_damaged_run_folder_fails_in_one_line_with_exit_2(tiny_run, tmp_path):
+    _, _, out = tiny_run
+    truncated, broken = tmp_path / "truncated", tmp_path / "broken"
+    for copy in (truncated, broken):
+        copy.mkdir()
+        for name in ("config.json", "checkpoint.ckpt"):
+            (copy / name).write_bytes((out / name).read_bytes())
+    (truncated / "checkpoint.ckpt").write_bytes((out / "checkpoint.ckpt").read_bytes()[:-10])
+    (broken / "config.json").write_text('{"cli": {"agent": "DQN"')
+    for argv, reason in (
+        (["eval", str(truncated)], f"Cannot restore {truncated / 'checkpoint.ckpt'}: it is truncated"),
+        (["train", "--resume", str(broken)], f"{broken / 'config.json'} is damaged: no run settings"),
+    ):
+        result = run_cli(*argv)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(reason) and result.stderr.count("\n") == 1, result.stderr
+
+
 def test_resume_needs_a_run_folder(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path)]) == 2
     assert "holds no saved run" in capsys.readouterr().err

@@ -1,43 +1,69 @@
-"""Checkpoints: the whole agent state on disk, written atomically, grafted back onto a skeleton.
+"""Checkpoints: the whole agent state on disk, written atomically, verified when read, grafted onto a skeleton.
 
 A state is one pytree (every seed, the replay buffer, the optimisers, the keys, the
-counters), so a checkpoint is its arrays. `save_checkpoint` writes them to a temporary file
-in the same directory, flushes it to disk and renames it over the old checkpoint: a crash
-at any moment leaves either the old checkpoint or the new one, never half of either.
+counters), so a checkpoint is its arrays. The file opens with a one-line header (the format,
+the state's class, the agent and env that saved it, the payload's length and SHA-256), then
+the arrays as msgpack. `save_checkpoint` writes the file to a temporary name in the same
+directory, flushes it to disk and renames it over the old checkpoint: a crash at any moment
+leaves either the old checkpoint or the new one, never half of either.
 
-`restore_into(skeleton, path)` puts the saved arrays into a skeleton of the same structure
-(`agent.train(seed=seeds, n_timesteps=0)` returns one), checking every field by name: a
-field the checkpoint holds but the class no longer has restores only if the class lists it
-in `removed_fields`; a field the class gained restores as NaN only if it is listed in
-`added_fields`. Any other mismatch, of a field, a shape or a dtype, fails with the field's
-path, before anything is trained on a wrong state.
+`restore_into(skeleton, path)` reads the header first and refuses a missing, empty,
+truncated or corrupted file, or one saved by another agent, naming the path and the reason,
+before it parses any array. It then puts the saved arrays into a skeleton of the same
+structure (`agent.train(seed=seeds, n_timesteps=0)` returns one), checking every field by
+name: a field the checkpoint holds but the class no longer has restores only if the class
+lists it in `removed_fields`; a field the class gained restores as NaN only if it is listed
+in `added_fields`. Any other mismatch, of a field, a shape or a dtype, fails with the
+field's path, before anything is trained on a wrong state.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import serialization
 
-FORMAT = 1
+if TYPE_CHECKING:
+    from ajax.agents.base import ActorCritic
+
+MAGIC = b"AJAX-CHECKPOINT\n"
+FORMAT = 2
 
 
-def save_checkpoint(state: Any, path: str | os.PathLike) -> Path:
-    """Write `state` to `path` atomically (a temporary file, fsync, then a rename)."""
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be restored: missing, empty, truncated, corrupted, or another agent's."""
+
+
+def save_checkpoint(state: Any, path: str | os.PathLike, agent: ActorCritic | None = None) -> Path:
+    """Write `state` to `path` atomically (a temporary file, fsync, then a rename).
+
+    Given the `agent` that trained it, the header records its name and env, and
+    `restore_into(..., agent=...)` can refuse another agent's file by name.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = serialization.msgpack_serialize({"format": FORMAT, "class": type(state).__name__, "state": _saved(state)})
+    payload = serialization.msgpack_serialize({"state": _saved(state)})
+    header = {
+        "format": FORMAT,
+        "class": type(state).__name__,
+        "agent": None if agent is None else agent.name,
+        "env": None if agent is None else env_label(agent.config["env_id"]),
+        "payload_bytes": len(payload),
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            file.write(payload)
+            file.write(MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)
@@ -52,12 +78,70 @@ def save_checkpoint(state: Any, path: str | os.PathLike) -> Path:
     return path
 
 
-def restore_into(skeleton: Any, path: str | os.PathLike) -> Any:
-    """The state saved at `path`, on the structure of `skeleton`; fails naming any mismatched field."""
-    contents = serialization.msgpack_restore(Path(path).read_bytes())
-    if not isinstance(contents, dict) or contents.get("format") != FORMAT:
-        raise ValueError(f"{path} is not an Ajax checkpoint (format {FORMAT}).")
-    return jax.tree.map(jnp.asarray, _graft(skeleton, contents["state"], type(skeleton).__name__))
+def env_label(env_id: Any) -> str:
+    """An env id as a header records it: the id itself, or a custom env's class name."""
+    return env_id if isinstance(env_id, str) else type(env_id).__name__
+
+
+def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], bytes]:
+    """The header and the verified payload of the checkpoint at `path`; a CheckpointError says why not."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"Cannot restore {path}: no such file.")
+    data = path.read_bytes()
+    if not data:
+        raise CheckpointError(f"Cannot restore {path}: the file is empty.")
+    if not data.startswith(MAGIC):
+        raise CheckpointError(f"Cannot restore {path}: it is not an Ajax checkpoint (format {FORMAT}).")
+    line, newline, payload = data[len(MAGIC) :].partition(b"\n")
+    try:
+        header = json.loads(line) if newline else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or not {"format", "class", "payload_bytes", "sha256"} <= set(header):
+        raise CheckpointError(f"Cannot restore {path}: its header is damaged or cut short.")
+    if header["format"] != FORMAT:
+        raise CheckpointError(
+            f"Cannot restore {path}: it is in checkpoint format {header['format']}, this Ajax reads format {FORMAT}."
+        )
+    if len(payload) < header["payload_bytes"]:
+        raise CheckpointError(
+            f"Cannot restore {path}: it is truncated ({len(payload):,} of its {header['payload_bytes']:,} bytes "
+            "of arrays); restore an earlier checkpoint or train again."
+        )
+    if len(payload) > header["payload_bytes"] or hashlib.sha256(payload).hexdigest() != header["sha256"]:
+        raise CheckpointError(
+            f"Cannot restore {path}: it is corrupted (its arrays do not match the checksum written with them); "
+            "restore an earlier checkpoint or train again."
+        )
+    return header, payload
+
+
+def restore_into(skeleton: Any, path: str | os.PathLike, agent: ActorCritic | None = None) -> Any:
+    """The state saved at `path`, on the structure of `skeleton`; fails naming the file's or the field's fault.
+
+    Given the `agent` the skeleton comes from, a checkpoint another agent or env saved is refused.
+    """
+    header, payload = read_checkpoint(path)
+    saved_by = f"{header['agent']} on {header['env']}" if header.get("agent") else "an unnamed agent"
+    if agent is not None and header.get("agent") is not None:
+        ours = (agent.name, env_label(agent.config["env_id"]))
+        if ours != (header["agent"], header["env"]):
+            raise CheckpointError(
+                f"Cannot restore {path} into {ours[0]} on {ours[1]}: it was saved by {saved_by}. Build the agent "
+                "that saved it, with the same env, sizes and seeds."
+            )
+    contents = serialization.msgpack_restore(payload)
+    try:
+        grafted = _graft(skeleton, contents["state"], type(skeleton).__name__)
+    except ValueError as error:
+        if header["class"] == type(skeleton).__name__:
+            raise
+        raise CheckpointError(
+            f"Cannot restore {path}: it holds a {header['class']} saved by {saved_by}, the skeleton is a "
+            f"{type(skeleton).__name__} ({error}). Restore into the skeleton of the agent that saved it."
+        ) from error
+    return jax.tree.map(jnp.asarray, grafted)
 
 
 def _fields(node: Any) -> list[str]:

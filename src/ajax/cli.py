@@ -329,10 +329,9 @@ CHECKPOINT = "checkpoint.ckpt"
 def _resumed_arguments(args: argparse.Namespace) -> str | None:
     """Fill `args` from the run folder's config.json for --resume; an error message if it cannot be resumed."""
     run_dir = Path(args.resume)
-    problem = _saved_run(run_dir)
-    if problem is not None:
+    cli, problem = saved_run(run_dir)
+    if cli is None:
         return problem
-    cli = json.loads((run_dir / "config.json").read_text())["cli"]
     args.agent, args.env_id, args.seeds, args.timesteps = cli["agent"], cli["env_id"], cli["seeds"], cli["timesteps"]
     args.n_envs, args.log_frequency, args.num_episode_test = (
         cli["n_envs"],
@@ -346,11 +345,32 @@ def _resumed_arguments(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _saved_run(run_dir: Path) -> str | None:
-    """Why `run_dir` holds no run to resume or evaluate; None when it holds one."""
-    if (run_dir / "config.json").exists() and (run_dir / CHECKPOINT).exists():
-        return None
-    return f"{run_dir} holds no saved run: it needs the config.json and {CHECKPOINT} an `ajax train` writes."
+SAVED_SETTINGS = ("agent", "env_id", "seeds", "timesteps", "n_envs", "log_frequency", "num_episode_test")
+"""What config.json must hold under "cli" for a run folder to be resumed or evaluated."""
+
+
+def saved_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The command's settings in `run_dir`'s config.json, or None and why the folder holds no usable run.
+
+    The checkpoint is verified here too (a whole file, its checksum), so a damaged run folder
+    is reported in one line before any agent is built.
+    """
+    from ajax.checkpoint import CheckpointError, read_checkpoint
+
+    if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():
+        return None, f"{run_dir} holds no saved run: it needs the config.json and {CHECKPOINT} an `ajax train` writes."
+    try:
+        cli = json.loads((run_dir / "config.json").read_text())["cli"]
+        missing = [key for key in SAVED_SETTINGS if key not in cli]
+    except (ValueError, KeyError, TypeError) as error:
+        return None, f"{run_dir / 'config.json'} is damaged: no run settings ({type(error).__name__}: {error})."
+    if missing:
+        return None, f"{run_dir / 'config.json'} is damaged: its run settings lack {', '.join(missing)}."
+    try:
+        read_checkpoint(run_dir / CHECKPOINT)
+    except CheckpointError as error:
+        return None, str(error)
+    return cli, None
 
 
 def logging_worker(args: argparse.Namespace, out: Path, seeds: Sequence[int]) -> contextlib.AbstractContextManager:
@@ -378,17 +398,23 @@ def logging_worker(args: argparse.Namespace, out: Path, seeds: Sequence[int]) ->
 def eval_command(args: argparse.Namespace, console: Console) -> int:
     """`ajax eval RUN_DIR`: the checkpointed agent's greedy return, per seed."""
     from ajax.agents.registry import AGENTS
-    from ajax.checkpoint import restore_into
+    from ajax.checkpoint import CheckpointError, restore_into
 
-    problem = _saved_run(args.run_dir)
-    if problem is not None:
+    cli, problem = saved_run(args.run_dir)
+    if cli is None:
         print(problem, file=sys.stderr)
         return 2
-    cli = json.loads((args.run_dir / "config.json").read_text())["cli"]
+    if cli["agent"] not in AGENTS:
+        print(f"{args.run_dir / 'config.json'} names an unknown agent {cli['agent']!r}.", file=sys.stderr)
+        return 2
     agent = AGENTS[cli["agent"]](cli["env_id"], **({} if cli["n_envs"] is None else {"n_envs": cli["n_envs"]}))
     seeds = list(range(int(cli["seeds"])))
     skeleton, _ = agent.train(seed=seeds, n_timesteps=0, total_timesteps=cli["timesteps"])
-    state = restore_into(skeleton, args.run_dir / CHECKPOINT)
+    try:
+        state = restore_into(skeleton, args.run_dir / CHECKPOINT, agent=agent)
+    except CheckpointError as error:
+        print(error, file=sys.stderr)
+        return 2
     returns = agent.evaluate(state, num_episode_test=args.episodes)[EVAL_RETURN]
     timestep = int(state.collector_state.timestep[0])
     finals = {seed: (timestep, float(returns[index])) for index, seed in enumerate(seeds)}
@@ -400,7 +426,7 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
 def train_command(args: argparse.Namespace, console: Console) -> int:
     """`ajax train`: build the agent (refusing bad names cleanly), train in chunks, write and summarise."""
     from ajax.agents.registry import AGENTS
-    from ajax.checkpoint import restore_into, save_checkpoint
+    from ajax.checkpoint import CheckpointError, restore_into, save_checkpoint
 
     if args.resume is not None:
         problem = _resumed_arguments(args)
@@ -435,7 +461,11 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     state, previous_rows = None, []
     if args.resume is not None:
         skeleton, _ = agent.train(seed=seeds, n_timesteps=0, total_timesteps=total)
-        state = restore_into(skeleton, out / CHECKPOINT)
+        try:
+            state = restore_into(skeleton, out / CHECKPOINT, agent=agent)
+        except CheckpointError as error:  # the settings match, the arrays do not: another agent's file
+            print(error, file=sys.stderr)
+            return 2
         reached = int(state.collector_state.timestep[0])
         # Rows are written before the checkpoint: any past it belong to the chunk that will run again.
         previous_rows = [row for row in read_jsonl(out / "evaluations.jsonl") if row["timestep"] <= reached]
@@ -484,7 +514,7 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
                 if worker is not None:
                     worker.send_rows(evaluations)
                 write_jsonl(out / "evaluations.jsonl", all_rows(chunks))
-                save_checkpoint(state, out / CHECKPOINT)
+                save_checkpoint(state, out / CHECKPOINT, agent=agent)
                 progress.update(task, completed=min(timestep, total))
         except KeyboardInterrupt:  # keep what the finished chunks evaluated
             interrupted = True

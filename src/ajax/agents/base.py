@@ -108,6 +108,17 @@ def _unbatched_counters(state: BaseAgentState, value: Any) -> BaseAgentState:
     )
 
 
+def _strongly_typed(state: BaseAgentState) -> BaseAgentState:
+    """The state with its weakly typed leaves made strong, dtype unchanged.
+
+    A library counter started from a Python 0 (an optimiser's step, an env's clock) is weakly
+    typed in a fresh state but strong once read from a checkpoint, and jit keys its programs
+    on the difference: made strong on the way in, a fresh call, a resumed one and one restored
+    from disk run one compiled program.
+    """
+    return jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, state)
+
+
 class ActorCritic:
     """The base of every agent: environment, configuration dataclasses, extensions, train()."""
 
@@ -261,7 +272,8 @@ class ActorCritic:
         with recording(logging_config, names), warnings.catch_warnings():
             # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
             warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-            state, rows = self._program(one_seed)(keys, _unbatched_counters(initial_state, lambda x: jnp.asarray(x)[0]))
+            counters_apart = _unbatched_counters(_strongly_typed(initial_state), lambda x: jnp.asarray(x)[0])
+            state, rows = self._program(one_seed)(keys, counters_apart)
             state = jax.block_until_ready(state)
         return state, (rows if logging_config is not None else None)
 
