@@ -1,5 +1,8 @@
 """The documentation's examples run as written and print what the pages say.
 
+The two heaviest (the expert and average-reward examples) are marked slow: their set-ups run
+at small sizes in the default suite (docs/extensions.md, tests/agents/test_apo.py and test_asac.py).
+
 Each runs as `__main__` in this process (as `python examples/<name>` would run it, without
 paying for a new interpreter and a new JAX import each time).
 """
@@ -33,7 +36,9 @@ def test_end_to_end_example_counts_every_seed():
     assert lines[1] == "[" + " ".join(["17408"] * 8) + "]"
 
 
-@pytest.mark.optimized  # APO's 4,096 steps, ASAC's 1,000 updates of 256-wide networks
+# About 40 s on 2 cores: held out of the default suite, which checks APO's and ASAC's reward
+# rates against known answers (tests/agents/test_apo.py, test_asac.py).
+@pytest.mark.slow
 def test_average_reward_example_prints_one_estimate_per_seed():
     lines = run_example("average_reward.py")
     assert len(lines) == 2
@@ -45,6 +50,9 @@ def test_average_reward_example_prints_one_estimate_per_seed():
         assert all(-16.3 < x < 0.0 for x in estimates), line
 
 
+# About 40 s on 2 cores (four programs at the default sizes): held out of the default suite,
+# which runs the same SAC and TD3 expert set-ups at small sizes in docs/extensions.md.
+@pytest.mark.slow
 def test_expert_example_prints_the_agents_lead_over_the_expert():
     lines = run_example("expert_guidance.py")
     assert len(lines) == 1
