@@ -141,12 +141,6 @@ def chunk_targets(total: int, quantum: int, n_chunks: int = N_CHUNKS) -> list[in
     return [*range(size, total, size), total]
 
 
-def rollout_size(agent: ActorCritic) -> int | None:
-    """Env steps per on-policy rollout (an agent with `n_steps`); None for an off-policy agent."""
-    n_steps = getattr(getattr(agent, "agent_config", None), "n_steps", None)
-    return None if n_steps is None else int(n_steps) * int(agent.env_args.n_envs)
-
-
 def train_in_chunks(
     agent: ActorCritic,
     seeds: Sequence[int],
@@ -168,7 +162,7 @@ def train_in_chunks(
     extra = {} if num_episode_test is None else {"num_episode_test": num_episode_test}
     if state is None:
         state, _ = agent.train(seed=list(seeds), n_timesteps=0, total_timesteps=total)
-    for target in chunk_targets(total, rollout_size(agent) or min(log_frequency, total)):
+    for target in chunk_targets(total, agent.rollout_steps() or min(log_frequency, total)):
         current = int(state.collector_state.timestep[0])
         if current >= target:  # an on-policy rollout already overshot this chunk's end
             continue

@@ -57,6 +57,7 @@ class BaseAgentState:
     n_logs: jax.Array
     ext_state: Any = ()
     last_rollout: Any = None
+    nonfinite: Any = None  # nonfinite.NonFinite: when the run's numbers first went non-finite
 
     removed_fields: ClassVar[frozenset[str]] = frozenset()
     added_fields: ClassVar[frozenset[str]] = frozenset()

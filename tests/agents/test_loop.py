@@ -47,6 +47,12 @@ def test_on_policy_budget_makes_one_rollout_more():
     assert int(state.n_updates[0]) == 100 // 32 + 1
 
 
+def test_a_call_past_the_horizon_by_more_than_a_rollout_says_which_budget_reaches_it():
+    agent = PPO("CartPole-v1", n_envs=1, n_steps=64, actor_architecture=SMALL, critic_architecture=SMALL)
+    with pytest.raises(ValueError, match=r"stands at timestep 0, so n_timesteps=100 reaches the horizon"):
+        agent.train(seed=0, n_timesteps=200, total_timesteps=100)
+
+
 def test_zero_timesteps_returns_the_untrained_skeleton():
     agent = DQN("CartPole-v1", architecture=SMALL, buffer_size=1000)
     state, out = agent.train(seed=[3, 4], n_timesteps=0)
@@ -87,14 +93,12 @@ def test_on_policy_rows_reach_the_last_rollout_within_the_horizon():
     logging = LoggingConfig(log_frequency=64)
     _, one_call = agent.train(seed=0, n_timesteps=256, logging_config=logging)
     assert one_call["timestep"].tolist() == [[64, 128, 192, 256]]
-    # Split at timesteps that are not rollout boundaries, the same rollouts and evaluations.
+    # Split at a timestep that is not a rollout boundary, the budgets adding up to the run's: the
+    # first leg runs its last rollout whole (to 128), and the second still ends where one call does.
     state, first = agent.train(seed=0, n_timesteps=100, total_timesteps=256, logging_config=logging)
+    assert int(state.collector_state.timestep[0]) == 128
     state, second = agent.train(
-        seed=0,
-        n_timesteps=256 - int(state.collector_state.timestep[0]),
-        initial_state=state,
-        total_timesteps=256,
-        logging_config=logging,
+        seed=0, n_timesteps=156, initial_state=state, total_timesteps=256, logging_config=logging
     )
     assert int(state.collector_state.timestep[0]) == 320
     timesteps = np.concatenate([first["timestep"][0], second["timestep"][0]])

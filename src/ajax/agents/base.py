@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
@@ -198,6 +199,11 @@ class ActorCritic:
 
         return bound
 
+    def rollout_steps(self) -> int | None:
+        """Env steps per on-policy rollout (an agent with `n_steps`, over every env copy); None off-policy."""
+        n_steps = getattr(getattr(self, "agent_config", None), "n_steps", None)
+        return None if n_steps is None else int(n_steps) * int(self.env_args.n_envs)
+
     def check_budget(self, end_timestep: int) -> None:
         """Warn when an off-policy agent's learning_starts leaves no update in the call."""
         learning_starts = getattr(self.agent_config, "learning_starts", None)
@@ -218,6 +224,7 @@ class ActorCritic:
         logging_config: LoggingConfig | None = None,
         initial_state: BaseAgentState | None = None,
         total_timesteps: int | None = None,
+        on_nonfinite: str = "warn",
     ) -> tuple[BaseAgentState, dict[str, jax.Array] | None]:
         """Train every seed as one compiled program; returns `(state, evaluations)`.
 
@@ -225,8 +232,13 @@ class ActorCritic:
         run); `n_timesteps=0` returns the untrained state, the skeleton a checkpoint is
         restored into. `total_timesteps` is the run's horizon, which every schedule runs
         to (by default this call's end). Without a `logging_config` nothing is evaluated
-        and the evaluations are None.
+        and the evaluations are None. A seed whose observations, rewards, losses, gradient
+        norms or parameters went non-finite is reported once the run returns: a
+        `NonFiniteWarning`, or with `on_nonfinite="raise"` a `NonFiniteError`, naming the
+        seed, the first such timestep and what went non-finite.
         """
+        if on_nonfinite not in nonfinite.ON_NONFINITE:
+            raise ValueError(f"on_nonfinite must be one of {nonfinite.ON_NONFINITE}, got {on_nonfinite!r}.")
         n_timesteps = int(n_timesteps)
         if n_timesteps < 0:
             raise ValueError(f"n_timesteps must be >= 0, got {n_timesteps} (0 returns the untrained state).")
@@ -236,9 +248,15 @@ class ActorCritic:
         start = 0 if initial_state is None else shared_counters(initial_state)["timestep"]
         end = start + n_timesteps
         horizon = int(total_timesteps) if total_timesteps is not None else end
+        rollout = self.rollout_steps()
+        if rollout is not None and start < horizon < end < horizon + rollout:
+            # The previous call ran its last rollout whole, past the timestep it was asked to
+            # reach: legs whose budgets add up to the run's end where one call ends.
+            end = horizon
         if horizon < end:
             raise ValueError(
-                f"total_timesteps ({horizon}) is the run's horizon and cannot precede this call's end ({end})."
+                f"total_timesteps ({horizon}) is the run's horizon and cannot precede this call's end ({end}): "
+                f"this state stands at timestep {start}, so n_timesteps={max(horizon - start, 0)} reaches the horizon."
             )
         if n_timesteps:
             self.check_budget(end)
@@ -275,6 +293,7 @@ class ActorCritic:
             counters_apart = _unbatched_counters(_strongly_typed(initial_state), lambda x: jnp.asarray(x)[0])
             state, rows = self._program(one_seed)(keys, counters_apart)
             state = jax.block_until_ready(state)
+        nonfinite.report(state.nonfinite, names, on_nonfinite)
         return state, (rows if logging_config is not None else None)
 
     def evaluate(self, state: BaseAgentState, num_episode_test: int = 10, seed: int = 0) -> dict[str, np.ndarray]:

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ajax import nonfinite
 from ajax.environments.interaction import ActionPipeline, Transition, collect_experience
 from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
 from ajax.extensions import ExtensionStack
@@ -152,7 +153,7 @@ class TrainLoop:
         return self.run.total_timesteps
 
     def fresh_state(self, init: Callable[[jax.Array], BaseAgentState]) -> Callable[[jax.Array], BaseAgentState]:
-        return lambda key: self.extensions.fold_init(init(key))
+        return lambda key: self.extensions.fold_init(init(key).replace(nonfinite=nonfinite.NonFinite.clean()))
 
     def off_policy(
         self,
@@ -167,6 +168,7 @@ class TrainLoop:
 
         def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
             state, transition = collect_experience(state, pipeline, env_args)
+            state = nonfinite.record(state, nonfinite.env_kinds([transition]))
             if store is not None:
                 state = store(state, transition)
             learning = state.collector_state.timestep >= learning_starts
@@ -189,11 +191,13 @@ class TrainLoop:
         """
         env_args = self.env_args
 
+        def collect(state: BaseAgentState) -> tuple[BaseAgentState, Transition]:
+            state, transition = collect_experience(state, pipeline, env_args)
+            return nonfinite.record(state, nonfinite.env_kinds([transition])), transition
+
         def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
             start = state.collector_state
-            state, rollout = jax.lax.scan(
-                lambda state, _: collect_experience(state, pipeline, env_args), state, None, length=n_steps
-            )
+            state, rollout = jax.lax.scan(lambda state, _: collect(state), state, None, length=n_steps)
             return self.updated(update)(state, rollout, start)
 
         per_rollout = n_steps * env_args.n_envs
@@ -215,6 +219,8 @@ class TrainLoop:
         def run(state: BaseAgentState, *experience: Any) -> tuple[BaseAgentState, Any]:
             state, aux = update(state, *experience)
             state = state.replace(n_updates=state.n_updates + 1)
+            networks = [trained.params for trained in (state.actor_state, state.critic_state) if trained is not None]
+            state = nonfinite.record(state, nonfinite.env_kinds(experience) | nonfinite.update_kinds(aux, networks))
             return self.extensions.fold_post_update(state), aux
 
         return run

@@ -1,0 +1,125 @@
+"""The non-finite guard: the first timestep at which a run's numbers stopped being finite, per seed.
+
+A NaN spreads silently through a compiled run: every parameter ends NaN and nothing says so.
+The loop therefore keeps, in each seed's state, the timestep at which something first went
+non-finite and which kinds of quantity did, as one bit each: the observations and rewards
+the env handed in, the update's losses and gradient norms, the networks' parameters. The
+check is a few reductions per step, folded into the state with no host callback, so a run
+without a logging backend still compiles to a cacheable program. `train()` reads the record
+once the run returns and warns or raises, telling an env fault from a divergence.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from ajax.environments.interaction import Transition
+
+OBSERVATIONS, REWARDS, LOSSES, GRADIENTS, PARAMETERS = 1, 2, 4, 8, 16
+KINDS = {
+    OBSERVATIONS: "observations from the env",
+    REWARDS: "rewards from the env",
+    LOSSES: "a loss",
+    GRADIENTS: "a gradient norm",
+    PARAMETERS: "the network parameters",
+}
+FROM_THE_ENV = OBSERVATIONS | REWARDS
+ON_NONFINITE = ("warn", "raise")
+
+
+class NonFiniteWarning(RuntimeWarning):
+    """A run went non-finite; `train(on_nonfinite="raise")` raises NonFiniteError instead."""
+
+
+class NonFiniteError(FloatingPointError):
+    """A run went non-finite and `train(on_nonfinite="raise")` was asked for."""
+
+
+@struct.dataclass
+class NonFinite:
+    """One seed's record: the first timestep anything went non-finite (-1: never), and what did."""
+
+    timestep: jax.Array
+    kinds: jax.Array
+
+    @classmethod
+    def clean(cls) -> NonFinite:
+        return cls(timestep=jnp.asarray(-1, jnp.int32), kinds=jnp.asarray(0, jnp.int32))
+
+
+def _any_nonfinite(leaves: Sequence[Any]) -> jax.Array:
+    flags = [~jnp.all(jnp.isfinite(leaf)) for leaf in leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
+    return jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)
+
+
+def env_kinds(experience: Sequence[Any]) -> jax.Array:
+    """The env's bits for whatever Transitions `experience` holds (a step, a rollout, a batch)."""
+    transitions = [leaf for leaf in experience if isinstance(leaf, Transition)]
+    observations = _any_nonfinite([x for t in transitions for x in (t.obs, t.next_obs)])
+    rewards = _any_nonfinite([t.reward for t in transitions])
+    return jnp.where(observations, OBSERVATIONS, 0) | jnp.where(rewards, REWARDS, 0)
+
+
+def update_kinds(aux: Any, params: Sequence[Any]) -> jax.Array:
+    """The update's bits: its metrics named as losses or gradient norms, and the parameters it left."""
+    named = jax.tree_util.tree_flatten_with_path(aux)[0]
+    losses = _any_nonfinite([leaf for path, leaf in named if "loss" in jax.tree_util.keystr(path)])
+    gradients = _any_nonfinite([leaf for path, leaf in named if "grad_norm" in jax.tree_util.keystr(path)])
+    parameters = _any_nonfinite(jax.tree.leaves(params))
+    return jnp.where(losses, LOSSES, 0) | jnp.where(gradients, GRADIENTS, 0) | jnp.where(parameters, PARAMETERS, 0)
+
+
+def record(state: Any, kinds: jax.Array) -> Any:
+    """The state with `kinds` noted at its timestep, unless an earlier timestep is already noted.
+
+    Bits that join at the first noted timestep are kept with it, so an env fault and the loss it
+    poisoned in the same step are reported together.
+    """
+    noted = state.nonfinite
+    timestep = state.collector_state.timestep.astype(jnp.int32)
+    first = (noted.timestep < 0) & (kinds != 0)
+    same_step = noted.timestep == timestep
+    return state.replace(
+        nonfinite=NonFinite(
+            timestep=jnp.where(first, timestep, noted.timestep),
+            kinds=jnp.where(first | same_step, noted.kinds | kinds, noted.kinds),
+        )
+    )
+
+
+def describe(kinds: int) -> str:
+    return ", ".join(name for bit, name in KINDS.items() if kinds & bit)
+
+
+def report(nonfinite: NonFinite | None, seeds: Sequence[Any], on_nonfinite: str) -> None:
+    """Warn (or raise) naming each seed that went non-finite, when, what, and where to look."""
+    if nonfinite is None:
+        return
+    timesteps, kinds = jax.device_get((nonfinite.timestep, nonfinite.kinds))
+    lines, env_fault = [], False
+    for seed, timestep, bits in zip(seeds, timesteps.tolist(), kinds.tolist(), strict=True):
+        if timestep < 0:
+            continue
+        env_fault |= bool(bits & FROM_THE_ENV)
+        line = f"seed {seed}: {describe(bits)} non-finite from timestep {timestep:,}"
+        if bits & FROM_THE_ENV and bits & ~FROM_THE_ENV:
+            line += f" ({describe(bits & FROM_THE_ENV)} already were)"
+        lines.append(line)
+    if not lines:
+        return
+    advice = (
+        "the env handed in non-finite numbers: check the env, its params and any wrapper"
+        if env_fault
+        else "the updates diverged: lower the learning rate, clip gradients (max_grad_norm), or check the "
+        "expert and the data"
+    )
+    message = "The run went non-finite. " + "; ".join(lines) + f". Likely cause: {advice}."
+    if on_nonfinite == "raise":
+        raise NonFiniteError(message)
+    warnings.warn(message, NonFiniteWarning, stacklevel=3)
