@@ -3,7 +3,8 @@
 A NaN spreads silently through a compiled run: every parameter ends NaN and nothing says so.
 The loop therefore keeps, in each seed's state, the timestep at which something first went
 non-finite and which kinds of quantity did, as one bit each: the observations and rewards
-the env handed in, the update's losses and gradient norms, the networks' parameters. The
+the env handed in, the networks' parameters and, with them, the update's losses and gradient
+norms. The
 check is a few reductions per step, folded into the state with no host callback, so a run
 without a logging backend still compiles to a cacheable program. `train()` reads the record
 once the run returns and warns or raises, telling an env fault from a divergence.
@@ -67,12 +68,18 @@ def env_kinds(experience: Sequence[Any]) -> jax.Array:
 
 
 def update_kinds(aux: Any, params: Sequence[Any]) -> jax.Array:
-    """The update's bits: its metrics named as losses or gradient norms, and the parameters it left."""
+    """The update's bits: the parameters it left, and with them its losses and gradient norms.
+
+    A loss or a norm alone may be NaN by design: a part of an update that did not run this
+    step (TD3's delayed actor) fills its metrics with NaN. A real NaN loss poisons the
+    gradients and so the parameters in the same update, so the metrics count only then.
+    """
     named = jax.tree_util.tree_flatten_with_path(aux)[0]
     losses = _any_nonfinite([leaf for path, leaf in named if "loss" in jax.tree_util.keystr(path)])
     gradients = _any_nonfinite([leaf for path, leaf in named if "grad_norm" in jax.tree_util.keystr(path)])
     parameters = _any_nonfinite(jax.tree.leaves(params))
-    return jnp.where(losses, LOSSES, 0) | jnp.where(gradients, GRADIENTS, 0) | jnp.where(parameters, PARAMETERS, 0)
+    metrics = jnp.where(losses, LOSSES, 0) | jnp.where(gradients, GRADIENTS, 0)
+    return jnp.where(parameters, PARAMETERS | metrics, 0)
 
 
 def record(state: Any, kinds: jax.Array) -> Any:
