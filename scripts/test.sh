@@ -6,7 +6,7 @@ usage() {
   cat <<'EOF'
 usage: bash scripts/test.sh [--all | --slow] [--serial] [PATH ...] [-- PYTEST_ARGS ...]
 
-  (no option)   the default suite: every test but those marked slow (about 12 minutes on 2 cores)
+  (no option)   the default suite: every test but those marked slow (about 10 minutes on 2 cores)
   --all         every test, the slow ones included
   --slow        only the tests marked slow (minute-long learning comparisons, pages as written)
   --serial      one process instead of one per core (pytest-xdist)

@@ -17,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ajax import DQN
+from ajax import DQN, cli
 from ajax.checkpoint import restore_into
 from ajax.cli import chunk_targets, main
+from ajax.nonfinite import LOSSES, OBSERVATIONS, PARAMETERS, NonFinite, NonFiniteError
 
 SEEDS = 2
 TIMESTEPS = 4000
@@ -218,6 +219,27 @@ def test_a_damaged_run_folder_fails_in_one_line_with_exit_2(tiny_run, tmp_path):
         result = run_cli(*argv)
         assert result.returncode == 2, result.stderr
         assert result.stderr.startswith(reason) and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_seed_gone_non_finite_shows_in_the_table_and_raise_exits_1(tmp_path, capsys, monkeypatch):
+    record = NonFinite(timestep=np.array([-1, 3204]), kinds=np.array([0, OBSERVATIONS | LOSSES | PARAMETERS]))
+    state = type("State", (), {"nonfinite": record})()
+    gone = cli.gone(state, [0, 1])
+    assert gone == {1: "from 3,204: observations from the env, a loss, the network parameters"}
+    console = cli.Console(record=True, width=200)
+    console.print(cli.summary_table({0: (4000, 20.0), 1: (4000, 9.0)}, "DQN", gone))
+    printed = console.export_text()
+    assert "Non-finite" in printed and "from 3,204" in printed
+
+    def diverging(*args, **kwargs):
+        raise NonFiniteError("The run went non-finite. seed 1: a loss non-finite from timestep 8.")
+        yield
+
+    monkeypatch.setattr(cli, "train_in_chunks", diverging)
+    argv = ["train", "DQN", "CartPole-v1", "--timesteps", "100", "--on-nonfinite", "raise", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    assert "seed 1: a loss non-finite from timestep 8" in capsys.readouterr().err
+    assert json.loads((tmp_path / "config.json").read_text())["cli"]["on_nonfinite"] == "raise"
 
 
 def test_resume_needs_a_run_folder(tmp_path, capsys):

@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="online",
         help="offline writes the W&B runs to disk only, for `wandb sync` later (default: online)",
     )
+    train.add_argument(
+        "--on-nonfinite",
+        choices=("warn", "raise"),
+        default="warn",
+        help="a seed gone NaN or infinite: warn and train on, or stop with exit status 1 (default: warn)",
+    )
     evaluate = commands.add_parser(
         "eval",
         help="evaluate the agent a run folder checkpointed",
@@ -148,6 +154,7 @@ def train_in_chunks(
     log_frequency: int,
     num_episode_test: int | None = None,
     state: Any = None,
+    on_nonfinite: str = "warn",
 ) -> Iterator[tuple[int, dict[str, np.ndarray], Any]]:
     """Train `total` steps per seed, yielding `(timestep, evaluations, state)` after each chunk.
 
@@ -176,6 +183,7 @@ def train_in_chunks(
                 logging_config=logging_config,
                 initial_state=state,
                 total_timesteps=total,
+                on_nonfinite=on_nonfinite,
                 **extra,
             )
         rows = {name: np.asarray(values) for name, values in (evaluations or {}).items()}
@@ -286,17 +294,22 @@ def plot_learning_curve(path: Path, rows: Sequence[Row], title: str) -> bool:
     return True
 
 
-def summary_table(finals: dict[int, tuple[int, float] | None], title: str) -> Table:
-    """Each seed's final evaluation return, then their mean ± std: the number a run is judged by."""
+def summary_table(
+    finals: dict[int, tuple[int, float] | None], title: str, nonfinite: dict[int, str] | None = None
+) -> Table:
+    """Each seed's final evaluation return, then their mean ± std: the number a run is judged by.
+
+    `nonfinite`, when a seed went NaN or infinite, adds a column saying from when and what.
+    """
     table = Table(title=title)
     table.add_column("Seed", justify="right")
     table.add_column("Timestep", justify="right")
     table.add_column("Final eval return", justify="right")
+    if nonfinite:
+        table.add_column("Non-finite")
     for seed, final in finals.items():
-        if final is None:
-            table.add_row(str(seed), "-", "not evaluated")
-        else:
-            table.add_row(str(seed), str(final[0]), f"{final[1]:.2f}")
+        cells = [str(seed), "-", "not evaluated"] if final is None else [str(seed), str(final[0]), f"{final[1]:.2f}"]
+        table.add_row(*cells, *([nonfinite.get(seed, "-")] if nonfinite else []))
     returns = np.array([final[1] for final in finals.values() if final is not None])
     if returns.size:
         table.add_section()
@@ -335,6 +348,7 @@ def _resumed_arguments(args: argparse.Namespace) -> str | None:
     # Run folders written before the logging switches existed recorded no backend.
     args.tensorboard, args.wandb = cli.get("tensorboard", False), cli.get("wandb", False)
     args.wandb_mode = cli.get("wandb_mode", "online")
+    args.on_nonfinite = cli.get("on_nonfinite", "warn")
     args.out = run_dir
     return None
 
@@ -421,6 +435,7 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     """`ajax train`: build the agent (refusing bad names cleanly), train in chunks, write and summarise."""
     from ajax.agents.registry import AGENTS
     from ajax.checkpoint import CheckpointError, restore_into, save_checkpoint
+    from ajax.nonfinite import NonFiniteError
 
     if args.resume is not None:
         problem = _resumed_arguments(args)
@@ -477,6 +492,7 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
             "tensorboard": args.tensorboard,
             "wandb": args.wandb,
             "wandb_mode": args.wandb_mode,
+            "on_nonfinite": args.on_nonfinite,
         }
         write_config(out / "config.json", agent.config, cli_arguments)
         for message in budget_warnings(agent, total):
@@ -486,7 +502,7 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
         return sorted(previous_rows + evaluation_rows(chunks, seeds), key=lambda row: (row["seed"], row["timestep"]))
 
     chunks: list[dict[str, np.ndarray]] = []
-    interrupted = False
+    interrupted, stopped = False, None
     started = time.perf_counter()
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -502,7 +518,9 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
         if state is not None:
             progress.update(task, completed=int(state.collector_state.timestep[0]))
         try:
-            chunks_run = train_in_chunks(agent, seeds, total, log_frequency, args.num_episode_test, state)
+            chunks_run = train_in_chunks(
+                agent, seeds, total, log_frequency, args.num_episode_test, state, args.on_nonfinite
+            )
             for timestep, evaluations, state in chunks_run:
                 chunks.append(evaluations)
                 if worker is not None:
@@ -512,6 +530,8 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
                 progress.update(task, completed=min(timestep, total))
         except KeyboardInterrupt:  # keep what the finished chunks evaluated
             interrupted = True
+        except NonFiniteError as error:  # --on-nonfinite raise: stop, keep the finished chunks' files
+            stopped = str(error)
     wall_time = time.perf_counter() - started
 
     rows = all_rows(chunks)
@@ -520,7 +540,7 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     title = f"{agent_name} on {args.env_id}"
     plotted = plot_learning_curve(out / "learning_curve.png", rows, title)
 
-    console.print(summary_table(final_returns(rows, seeds), f"{title}: final evaluation return"))
+    console.print(summary_table(final_returns(rows, seeds), f"{title}: final evaluation return", gone(state, seeds)))
     console.print(f"Wall time: {wall_time:.1f} s (compilation included)", highlight=False)
     if not plotted:
         console.print("No evaluation finished: learning_curve.png was not written.", highlight=False)
@@ -528,7 +548,25 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     if interrupted:
         console.print("[yellow]Interrupted:[/] the files hold the evaluations of the finished chunks.")
         return 130
+    if stopped is not None:
+        print(stopped, file=sys.stderr)
+        return 1
     return 0
+
+
+def gone(state: Any, seeds: Sequence[int]) -> dict[int, str]:
+    """The seeds whose state went non-finite: from which timestep, and what did."""
+    from ajax.nonfinite import describe
+
+    record = getattr(state, "nonfinite", None)
+    if record is None:
+        return {}
+    timesteps, kinds = np.asarray(record.timestep).tolist(), np.asarray(record.kinds).tolist()
+    return {
+        int(seed): f"from {timestep:,}: {describe(bits)}"
+        for seed, timestep, bits in zip(seeds, timesteps, kinds, strict=True)
+        if timestep >= 0
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
