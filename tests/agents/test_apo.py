@@ -151,7 +151,7 @@ def test_bad_input():
         APO("CartPole-v1", clip_range=-0.2)
     with pytest.raises(ValueError, match="gae_lambda must lie in"):
         APO("Pendulum-v1", gae_lambda=1.5)
-    with pytest.raises(ValueError, match="actor_learning_rate must be positive"):
+    with pytest.raises(ValueError, match="actor_learning_rate must be a finite number above 0"):
         APO("Pendulum-v1", actor_learning_rate=-1e-3)
     with pytest.raises(NotImplementedError, match="APO has no recurrent memory"):
         APO("CartPole-v1", memory={"kind": "gru"})

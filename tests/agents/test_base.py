@@ -75,7 +75,7 @@ def test_bad_hyperparameters():
         DQN("CartPole-v1", n_envs=0)
     with pytest.raises(ValueError, match="clip_range must be >= 0"):
         PPO("CartPole-v1", clip_range=-0.1)
-    with pytest.raises(ValueError, match="actor_learning_rate must be positive"):
+    with pytest.raises(ValueError, match="actor_learning_rate must be a finite number above 0"):
         SAC("Pendulum-v1", actor_learning_rate=0.0)
 
 

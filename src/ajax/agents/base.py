@@ -21,7 +21,7 @@ import numpy as np
 
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
-from ajax.environments.create import check_action_space, prepare_env
+from ajax.environments.create import check_action_space, is_count, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.utils import ExpertInAgentUnits
@@ -55,10 +55,17 @@ def shared_arguments(
 
 
 def require_positive_integers(**values: Any) -> None:
-    """Refuse, at construction, a count that is not a positive integer, naming it."""
+    """Refuse, at construction, a count that is not a positive integer (`True` included), naming it."""
     for label, value in values.items():
-        if not isinstance(value, int) or value < 1:
+        if not is_count(value) or value < 1:
             raise ValueError(f"{label} must be a positive integer, got {value!r}.")
+
+
+def require_finite_positive(**values: Any) -> None:
+    """Refuse a rate, a norm or a scale that is not a finite number above 0, naming it."""
+    for label, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not 0 < value < np.inf:
+            raise ValueError(f"{label} must be a finite number above 0, got {value!r}.")
 
 
 def field_names(batch_class: type) -> frozenset[str]:
@@ -79,10 +86,17 @@ def shallow_fields(config: Any) -> dict[str, Any]:
 
 
 def _seeds(seed: int | Sequence[int]) -> list[int]:
-    seeds = [int(seed)] if isinstance(seed, int | np.integer) else [int(s) for s in seed]
+    """The seeds as a list of distinct integers in [0, 2**32): a string or a float is refused, not read."""
+    many = not is_count(seed) and isinstance(seed, Sequence | np.ndarray) and not isinstance(seed, str | bytes)
+    seeds = list(seed) if many else [seed]
     if not seeds:
         raise ValueError("seed= needs at least one seed, e.g. seed=0 or seed=[0, 1, 2].")
-    return seeds
+    for value in seeds:
+        if not is_count(value) or not 0 <= value < 2**32:
+            raise ValueError(f"seed= takes integers in [0, 2**32) or a list of them, got {value!r} in {seed!r}.")
+    if len(set(map(int, seeds))) < len(seeds):
+        raise ValueError(f"seed= repeats a seed ({list(seed)}): repeated seeds train the same run twice.")
+    return [int(value) for value in seeds]
 
 
 def shared_counters(state: BaseAgentState) -> dict[str, int]:
@@ -157,18 +171,21 @@ class ActorCritic:
         )
         check_action_space(self.env_args, self.name, continuous=self.continuous)
         # The reward scale is the spread of the agent's discounted return (0.99 for agents without a discount).
-        gamma = getattr(self, "config", {}).get("gamma", 0.99)
-        normalization = NormalizationConfig(bool(normalize_observations), bool(normalize_rewards), float(gamma))
+        gamma = getattr(self, "config", {}).get("gamma")
+        if gamma is not None and (
+            isinstance(gamma, bool) or not isinstance(gamma, int | float | np.floating) or not 0 < gamma <= 1
+        ):
+            raise ValueError(f"gamma must be in (0, 1], got {gamma!r}.")
+        normalization = NormalizationConfig(
+            bool(normalize_observations), bool(normalize_rewards), 0.99 if gamma is None else float(gamma)
+        )
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
         parse_architecture(actor_architecture)
         parse_architecture(critic_architecture)
         self.network_args = NetworkConfig(tuple(map(str, actor_architecture)), tuple(map(str, critic_architecture)))
-        for label, rate in (
-            ("actor_learning_rate", actor_learning_rate),
-            ("critic_learning_rate", critic_learning_rate),
-        ):
-            if not rate > 0:
-                raise ValueError(f"{label} must be positive, got {rate}.")
+        require_finite_positive(actor_learning_rate=actor_learning_rate, critic_learning_rate=critic_learning_rate)
+        if max_grad_norm is not None:
+            require_finite_positive(max_grad_norm=max_grad_norm)
         self.actor_optimizer_args = OptimizerConfig(actor_learning_rate, max_grad_norm)
         self.critic_optimizer_args = OptimizerConfig(critic_learning_rate, max_grad_norm)
         self.extensions = ExtensionStack(

@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment, spaces
 
 from ajax.environments.brax_like import make_brax, make_playground
@@ -68,6 +69,11 @@ class ActionRepeat(Wrapper):
     @property
     def name(self) -> str:
         return f"ActionRepeat({self.env.name}, {self.repeat})"
+
+
+def is_count(value: Any) -> bool:
+    """An integer that is not a bool: `True` is no count of anything."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def _check_custom_env(env: Any) -> None:
@@ -176,15 +182,25 @@ def prepare_env(
     through the environment), and `fresh_reset=False` restarts each copy's episodes from
     its first initial state instead of drawing a new one.
     """
-    if n_envs < 1:
-        raise ValueError(f"n_envs must be a positive integer, got {n_envs}.")
-    if action_repeat < 1:
-        raise ValueError(f"action_repeat must be a positive integer, got {action_repeat}.")
+    for label, value in (("n_envs", n_envs), ("action_repeat", action_repeat), ("episode_length", episode_length)):
+        if value is None and label == "episode_length":
+            continue
+        if not is_count(value) or value < 1:
+            raise ValueError(f"{label} must be a positive integer, got {value!r}.")
+    if isinstance(env_id, type):
+        raise TypeError(
+            f"env_id is the class {env_id.__name__}; pass an instance, e.g. {env_id.__name__}(), or an env id string."
+        )
     if isinstance(env_id, str):
         env, default_params = make_env(env_id, episode_length, differentiable_reset, fresh_reset)
     else:
         _check_custom_env(env_id)
         env, default_params = env_id, env_id.default_params
+    if env_params is not None and type(env_params) is not type(default_params):
+        raise TypeError(
+            f"env_params is a {type(env_params).__name__}, but this env takes {type(default_params).__name__}: "
+            "start from the env's own, e.g. env.default_params.replace(...)."
+        )
     params = env_params if env_params is not None else default_params
     if episode_length is not None:
         params = params.replace(max_steps_in_episode=int(episode_length))
