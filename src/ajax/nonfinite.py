@@ -4,9 +4,8 @@ A NaN spreads silently through a compiled run: every parameter ends NaN and noth
 The loop therefore keeps, in each seed's state, the timestep at which something first went
 non-finite and which kinds of quantity did, as one bit each: the observations and rewards
 the env handed in, the networks' parameters and, with them, the update's losses and gradient
-norms. The
-check is a few reductions per step, folded into the state with no host callback, so a run
-without a logging backend still compiles to a cacheable program. `train()` reads the record
+norms. The check is a few reductions per step, folded into the state with no host callback,
+so a run without a logging backend still compiles to a cacheable program. `train()` reads the record
 once the run returns and warns or raises, telling an env fault from a divergence.
 """
 

@@ -182,9 +182,10 @@ def prepare_env(
     through the environment), and `fresh_reset=False` restarts each copy's episodes from
     its first initial state instead of drawing a new one.
     """
-    for label, value in (("n_envs", n_envs), ("action_repeat", action_repeat), ("episode_length", episode_length)):
-        if value is None and label == "episode_length":
-            continue
+    counts = {"n_envs": n_envs, "action_repeat": action_repeat}
+    if episode_length is not None:
+        counts["episode_length"] = episode_length
+    for label, value in counts.items():
         if not is_count(value) or value < 1:
             raise ValueError(f"{label} must be a positive integer, got {value!r}.")
     if isinstance(env_id, type):
