@@ -3,21 +3,28 @@
 One table of mistakes, applied to every registered agent that takes the argument: counts
 that are not integers (a bool included), rates and norms that are not finite and positive,
 a discount outside (0, 1], an env class instead of an instance, another env's params, and
-seeds that are not distinct integers in [0, 2**32).
+seeds that are not distinct integers in [0, 2**32). Then what is checked by tracing: an
+expert's answer against the action space, a custom env's observations against its declared
+space, and a resumed state against the agent's own.
 """
 
 import functools
 import inspect
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnax.environments import spaces
 from gymnax.environments.classic_control import CartPole
 
+from ajax.agents.loop import RunSettings
 from ajax.agents.registry import AGENTS
 from ajax.buffers import collect_dataset
 from ajax.environments.create import make_env
-from tests.conftest import cartpole_expert
+from ajax.extensions.expert import ImitationLoss
+from tests.conftest import cartpole_expert, pd_expert
+from tests.probe_envs import BestAction
 
 
 @functools.cache
@@ -92,3 +99,119 @@ def test_integer_seeds_of_any_kind_are_read():
     from ajax.agents.base import _seeds
 
     assert _seeds(np.arange(3)) == [0, 1, 2] and _seeds(np.int64(7)) == [7] and _seeds((4, 2)) == [4, 2]
+
+
+def flat_expert(obs):
+    """The PD expert answering shape (n,) instead of (n, 1): would broadcast a loss to (n, n)."""
+    return pd_expert(obs)[..., 0]
+
+
+EXPERT_USERS = {
+    "SAC": lambda expert: AGENTS["SAC"]("Pendulum-v1", expert_policy=expert),
+    "TD3": lambda expert: AGENTS["TD3"]("Pendulum-v1", expert_policy=expert),
+    "REDQ": lambda expert: AGENTS["REDQ"]("Pendulum-v1", expert_policy=expert),
+    "AVG": lambda expert: AGENTS["AVG"]("Pendulum-v1", expert_policy=expert),
+    "APO": lambda expert: AGENTS["APO"]("Pendulum-v1", expert_policy=expert),
+    "PPO+ImitationLoss": lambda expert: AGENTS["PPO"]("Pendulum-v1", extensions=[ImitationLoss(expert)]),
+    "collect_dataset": lambda expert: collect_dataset("Pendulum-v1", expert, 64),
+}
+
+
+@pytest.mark.parametrize("user", sorted(EXPERT_USERS))
+def test_an_expert_answering_the_wrong_shape_is_refused(user):
+    with pytest.raises(ValueError, match=r"answers 4 observations with a float32 array of shape \(4,\); .*Box of"):
+        EXPERT_USERS[user](flat_expert)
+
+
+@pytest.mark.parametrize(
+    ("expert", "error", "match"),
+    [
+        (lambda obs: cartpole_expert(obs).astype(jnp.float32), ValueError, r"must return integer indices of shape"),
+        (lambda obs: cartpole_expert(obs)[:, None], ValueError, r"shape \(4, 1\); .*Discrete\(2\)"),
+        (lambda obs: cartpole_expert(obs) + 1, ValueError, r"answered \[2\] on the env's first observations"),
+        (lambda obs: obs["x"], TypeError, r"failed on a batch of observations of shape \(4, 4\)"),
+    ],
+    ids=["float-labels", "column-of-labels", "labels-from-1", "raises"],
+)
+def test_a_discrete_expert_must_answer_indices_of_the_action_set(expert, error, match):
+    with pytest.raises(error, match=match):
+        AGENTS["DAgger"]("CartPole-v1", expert_policy=expert)
+
+
+class DeclaresTwoObservations(BestAction):
+    """Emits the probe's one-number observation but declares two."""
+
+    def observation_space(self, params):
+        return spaces.Box(-1.0, 1.0, (2,))
+
+
+class RewardPerAction(BestAction):
+    """Answers a reward of shape (1,) where one env's step returns a scalar."""
+
+    def reward(self, action):
+        return super().reward(action).reshape(1)
+
+
+@pytest.mark.parametrize("name", ["DQN", "PPO"])
+def test_a_custom_envs_observations_must_match_its_declared_space(name):
+    with pytest.raises(ValueError, match=r"reset returns observations of shape \(1,\), but its observation_space"):
+        AGENTS[name](DeclaresTwoObservations())
+    with pytest.raises(ValueError, match=r"returns a reward of shape \(1,\); .* must be a scalar"):
+        AGENTS[name](RewardPerAction())
+
+
+def zero_state(agent, n_seeds: int = 2):
+    """A state shaped like `agent`'s own, of zeros: what `state_mismatch` reads, without compiling a run."""
+    run = RunSettings(0, 0, 0)
+    shapes = agent._skeleton(agent.get_make_train()(run=run), run, n_seeds)
+    return jax.tree.map(lambda leaf: jnp.zeros(leaf.shape, leaf.dtype), shapes)
+
+
+RESUME_MISMATCHES = {
+    "another-agent": (
+        lambda: AGENTS["SAC"]("Pendulum-v1"),
+        lambda: AGENTS["TD3"]("Pendulum-v1"),
+        {},
+        "another agent made it",
+    ),
+    "another-architecture": (
+        lambda: AGENTS["TD3"]("Pendulum-v1", actor_architecture=("32", "relu")),
+        lambda: AGENTS["TD3"]("Pendulum-v1", actor_architecture=("64", "relu")),
+        {},
+        r"actor_state\.params\..* \(the actor's architecture differs\)",
+    ),
+    "another-env": (
+        lambda: AGENTS["PPO"]("CartPole-v1"),
+        lambda: AGENTS["PPO"]("Acrobot-v1"),
+        {},
+        r"collector_state\..* \(the environment or n_envs differs\)",
+    ),
+    "more-seeds": (
+        lambda: AGENTS["AVG"]("Pendulum-v1"),
+        lambda: AGENTS["AVG"]("Pendulum-v1"),
+        {"seed": [0, 1, 2]},
+        "it holds 2 seeds, and seed= names 3",
+    ),
+    "another-offline-agent": (
+        lambda: AGENTS["DAgger"]("CartPole-v1", expert_policy=cartpole_expert),
+        lambda: AGENTS["IQL"]("Pendulum-v1", dataset=tiny_dataset()),
+        {},
+        "another agent made it",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESUME_MISMATCHES))
+def test_a_resumed_state_from_another_agent_env_architecture_or_seed_count_is_refused(case):
+    maker, resumer, arguments, match = RESUME_MISMATCHES[case]
+    with pytest.raises(ValueError, match=f"initial_state does not fit this .*: .*{match}"):
+        resumer().train(initial_state=zero_state(maker()), n_timesteps=0, **arguments)
+
+
+def test_a_state_resumed_by_its_own_kind_of_agent_passes_the_check():
+    from ajax.agents.base import state_mismatch
+
+    state = zero_state(AGENTS["TD3"]("Pendulum-v1"))
+    run = RunSettings(0, 0, 0)
+    twin = AGENTS["TD3"]("Pendulum-v1")
+    assert state_mismatch(state, twin._skeleton(twin.get_make_train()(run=run), run, 2)) is None

@@ -115,6 +115,56 @@ def shared_counters(state: BaseAgentState) -> dict[str, int]:
     return {name: int(values[0]) for name, values in counters.items()}
 
 
+# Where a leaf sits in the state and what a difference there means, in the order a mismatch is
+# reported: an env changes the networks' input too, so the env is named before the networks.
+_STATE_PARTS = (
+    ("collector_state.buffer_state", "the replay buffer's size"),
+    ("collector_state", "the environment or n_envs"),
+    ("actor_state.params", "the actor's architecture"),
+    ("critic_state.params", "the critic's architecture"),
+    ("actor_state", "the actor's optimiser"),
+    ("critic_state", "the critic's optimiser"),
+    ("ext_state", "the extensions"),
+    ("", "the agent's settings"),
+)
+
+
+def _part(path: str) -> tuple[int, str]:
+    """The rank and meaning of the first part of `_STATE_PARTS` that holds `path`."""
+    return next((rank, meaning) for rank, (prefix, meaning) in enumerate(_STATE_PARTS) if path.startswith(prefix))
+
+
+def _leaves_by_path(tree: Any) -> dict[str, Any]:
+    keystr = jax.tree_util.keystr
+    return {keystr(path, simple=True, separator="."): leaf for path, leaf in jax.tree.leaves_with_path(tree)}
+
+
+def state_mismatch(state: Any, skeleton: Any) -> str | None:
+    """What differs between a state handed to `train` and the one this agent builds, or None.
+
+    Compared leaf by leaf (structure, shape, dtype), so the error names a leaf that differs and
+    what it belongs to instead of failing with a shape error deep inside the compiled program.
+    """
+    if type(state) is not type(skeleton):
+        return f"it is a {type(state).__name__}, this agent's state a {type(skeleton).__name__}: another agent made it"
+    n_state, n_skeleton = (jax.tree.leaves(tree.rng)[0].shape[0] for tree in (state, skeleton))
+    if n_state != n_skeleton:
+        return f"it holds {n_state} seeds, and seed= names {n_skeleton}"
+    theirs, ours = _leaves_by_path(state), _leaves_by_path(skeleton)
+    problems = [
+        f"{path} is {'only in' if path in theirs else 'missing from'} initial_state" for path in set(theirs) ^ set(ours)
+    ]
+    for path in set(theirs) & set(ours):
+        given, leaf = theirs[path], ours[path]
+        shape, dtype = tuple(np.shape(given)), getattr(given, "dtype", None) or np.asarray(given).dtype
+        if shape != tuple(leaf.shape) or dtype != leaf.dtype:
+            problems.append(f"{path} is {dtype}{list(shape)} there, {leaf.dtype}{list(leaf.shape)} here")
+    if not problems:
+        return None
+    first = min(problems, key=lambda problem: (_part(problem)[0], problem))
+    return f"{first} ({_part(first)[1]} differs)"
+
+
 def _unbatched_counters(state: BaseAgentState, value: Any) -> BaseAgentState:
     return state.replace(
         n_updates=value(state.n_updates),
@@ -235,7 +285,7 @@ class ActorCritic:
     # Training -------------------------------------------------------------------------
     def train(
         self,
-        seed: int | Sequence[int] = 0,
+        seed: int | Sequence[int] | None = None,
         n_timesteps: int = int(1e6),
         num_episode_test: int = 10,
         logging_config: LoggingConfig | None = None,
@@ -245,14 +295,15 @@ class ActorCritic:
     ) -> tuple[BaseAgentState, dict[str, jax.Array] | None]:
         """Train every seed as one compiled program; returns `(state, evaluations)`.
 
-        `n_timesteps` environment steps are run from the state's timestep (0 on a fresh
-        run); `n_timesteps=0` returns the untrained state, the skeleton a checkpoint is
-        restored into. `total_timesteps` is the run's horizon, which every schedule runs
-        to (by default this call's end). Without a `logging_config` nothing is evaluated
-        and the evaluations are None. A seed whose observations, rewards, losses, gradient
-        norms or parameters went non-finite is reported once the run returns: a
-        `NonFiniteWarning`, or with `on_nonfinite="raise"` a `NonFiniteError`, naming the
-        seed, the first such timestep and what went non-finite.
+        `n_timesteps` environment steps are run from the state's timestep (0 on a fresh run);
+        `n_timesteps=0` returns the untrained state, the skeleton a checkpoint is restored into.
+        `seed` is one seed or a list (None: seed 0 on a fresh run, the state's own seeds on a
+        resumed one, named by position). `total_timesteps` is the run's horizon, which every
+        schedule runs to (by default this call's end). Without a `logging_config` nothing is
+        evaluated and the evaluations are None. A seed whose observations, rewards, losses,
+        gradient norms or parameters went non-finite is reported once the run returns: a
+        `NonFiniteWarning`, or with `on_nonfinite="raise"` a `NonFiniteError`, naming the seed,
+        the first such timestep and what went non-finite.
         """
         if on_nonfinite not in nonfinite.ON_NONFINITE:
             raise ValueError(f"on_nonfinite must be one of {nonfinite.ON_NONFINITE}, got {on_nonfinite!r}.")
@@ -261,7 +312,7 @@ class ActorCritic:
             raise ValueError(f"n_timesteps must be >= 0, got {n_timesteps} (0 returns the untrained state).")
         if num_episode_test < 1:
             raise ValueError(f"num_episode_test must be a positive integer, got {num_episode_test}.")
-        seeds = _seeds(seed)
+        seeds = None if seed is None else _seeds(seed)
         start = 0 if initial_state is None else shared_counters(initial_state)["timestep"]
         end = start + n_timesteps
         horizon = int(total_timesteps) if total_timesteps is not None else end
@@ -295,7 +346,16 @@ class ActorCritic:
         )
         one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
         if initial_state is None:
+            seeds = [0] if seeds is None else seeds
             initial_state = self._fresh_program(one_seed, run)(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
+        else:
+            n_seeds = jax.tree.leaves(initial_state.rng)[0].shape[0] if seeds is None else len(seeds)
+            problem = state_mismatch(initial_state, self._skeleton(one_seed, run, n_seeds))
+            if problem is not None:
+                raise ValueError(
+                    f"initial_state does not fit this {self.name}: {problem}. Resume a state with the agent that "
+                    "made it: the same class, architectures, env, n_envs and extensions, and as many seeds."
+                )
         # A fresh run is a resumed call from the initial state: both run one compiled program,
         # so a run split in two follows one call's arithmetic exactly. Every key comes from
         # the state: `seed` plays no further part.
@@ -303,7 +363,7 @@ class ActorCritic:
         # With a backend on, a worker writes the evaluations while the program runs, and is
         # stopped on the way out, also when training raises. Its runs are named after the
         # seeds given, or their positions when a resumed state holds other seeds.
-        names = seeds if len(seeds) == len(keys) else list(range(len(keys)))
+        names = seeds if seeds is not None else list(range(len(keys)))
         with recording(logging_config, names), warnings.catch_warnings():
             # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
             warnings.filterwarnings("ignore", "Some donated buffers were not usable")
@@ -334,6 +394,14 @@ class ActorCritic:
         cache_key = ("fresh", run.total_timesteps)
         if cache_key not in self._programs:
             self._programs[cache_key] = jax.jit(jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS))
+        return self._programs[cache_key]
+
+    def _skeleton(self, one_seed: Callable, run: RunSettings, n_seeds: int) -> BaseAgentState:
+        """The shapes and dtypes of this agent's fresh state for `n_seeds` seeds, traced once."""
+        cache_key = ("skeleton", n_seeds)
+        if cache_key not in self._programs:
+            keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)
+            self._programs[cache_key] = self._fresh_program(one_seed, run).eval_shape(keys)
         return self._programs[cache_key]
 
     def _program(self, one_seed: Callable) -> Callable:

@@ -108,6 +108,21 @@ def _check_custom_env(env: Any) -> None:
             f"{type(env).__name__}.step's info must hold 'final_observation', the observation the step reached "
             "before any auto-reset (gymnax's Environment.step provides it)."
         )
+    declared = tuple(env.observation_space(params).shape)
+    returned = {"reset": obs, "step": out[0], "step's final_observation": out[5]["final_observation"]}
+    for where, value in returned.items():
+        if tuple(value.shape) != declared:
+            raise ValueError(
+                f"{type(env).__name__}'s {where} returns observations of shape {tuple(value.shape)}, but its "
+                f"observation_space declares {declared}: the agents size their networks from the declared space. "
+                "Make the two agree."
+            )
+    for name, value in (("reward", out[2]), ("terminated", out[3]), ("truncated", out[4])):
+        if tuple(value.shape) != ():
+            raise ValueError(
+                f"{type(env).__name__}.step returns a {name} of shape {tuple(value.shape)}; one env steps one "
+                "episode, so it must be a scalar (Ajax vmaps the env over its copies)."
+            )
 
 
 def _import_backend(env_id: str, backend: str) -> None:

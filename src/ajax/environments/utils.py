@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ajax.state import EnvironmentConfig
 
@@ -88,6 +89,7 @@ class ExpertInAgentUnits:
     def for_env(cls, expert: Callable[..., Any], env_args: EnvironmentConfig) -> ExpertInAgentUnits:
         if not callable(expert):
             raise TypeError(f"An expert is a function from raw observations to actions, got {type(expert).__name__}.")
+        check_expert_answer(expert, env_args)
         return cls(expert, env_args.action_low, env_args.action_high)
 
     @property
@@ -121,6 +123,62 @@ class ExpertInAgentUnits:
                 "use cannot give it. Pass a stateless expert (a function of the observation alone)."
             )
         return self._to_agent(self.expert(obs))
+
+
+def _expert_answer(expert: Callable[..., Any], obs: jax.Array) -> jax.Array:
+    """The expert's actions, env units, for a batch of raw observations (a stateful one from its start)."""
+    if isinstance(expert, StatefulExpert):
+        start = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (obs.shape[0], *jnp.shape(leaf))), expert.init_state())
+        return jax.vmap(expert)(obs, start)[0]
+    return expert(obs)
+
+
+def check_expert_answer(expert: Callable[..., Any], env_args: EnvironmentConfig, batch: int = 4) -> None:
+    """Refuse, at construction, an expert whose answer does not fit the env's action space.
+
+    The expert is traced once on a batch of the env's observations: a continuous answer must
+    be one float action per observation, shaped like the box, since a flat `(n,)` answer would
+    broadcast against the agent's `(n, 1)` actions instead of failing. A discrete answer must
+    be one integer index per observation, and its values are checked on the env's first
+    observations, where a label outside the action set would silently clone nothing.
+    """
+    env, params = env_args.env, env_args.env_params
+    keys = jax.random.split(jax.random.PRNGKey(0), batch)
+    observations = jax.eval_shape(jax.vmap(env.reset, in_axes=(0, None)), keys, params)[0]
+    name = getattr(expert, "__name__", type(expert).__name__)
+    try:
+        answer = jax.eval_shape(lambda obs: _expert_answer(expert, obs), observations)
+    except Exception as error:
+        raise TypeError(
+            f"The expert {name} failed on a batch of observations of shape {observations.shape} "
+            f"({type(error).__name__}: {error}). An expert maps a batch of raw observations to a batch of actions."
+        ) from error
+    if not isinstance(answer, jax.ShapeDtypeStruct):
+        raise TypeError(f"The expert {name} must return one array of actions, got {type(answer).__name__}.")
+    if env_args.continuous:
+        box = tuple(env.action_space(params).shape) or (1,)
+        accepted = {(batch, *box), (batch, env_args.action_dim)}
+        if answer.shape not in accepted or not jnp.issubdtype(answer.dtype, jnp.floating):
+            raise ValueError(
+                f"The expert {name} answers {batch} observations with a {answer.dtype} array of shape {answer.shape}; "
+                f"the action space is a Box of shape {box}, so it must return floats of shape {(batch, *box)}"
+                + (" (e.g. action[:, None] for a one-dimensional box)." if answer.shape == (batch,) else ".")
+            )
+        return
+    if answer.shape != (batch,) or not jnp.issubdtype(answer.dtype, jnp.integer):
+        raise ValueError(
+            f"The expert {name} answers {batch} observations with a {answer.dtype} array of shape {answer.shape}; "
+            f"the action space is Discrete({env_args.action_dim}), so it must return integer indices of shape "
+            f"{(batch,)} (e.g. jnp.argmax(scores, axis=-1))."
+        )
+    labels = np.asarray(jax.jit(lambda k: _expert_answer(expert, jax.vmap(env.reset, (0, None))(k, params)[0]))(keys))
+    outside = labels[(labels < 0) | (labels >= env_args.action_dim)]
+    if outside.size:
+        raise ValueError(
+            f"The expert {name} answered {sorted(set(outside.tolist()))} on the env's first observations; "
+            f"the action space is Discrete({env_args.action_dim}), whose indices run from 0 to "
+            f"{env_args.action_dim - 1}."
+        )
 
 
 def require_stateless(expert: Callable[..., Any], user: str) -> None:
