@@ -80,31 +80,6 @@ def test_evaluation_rows_fill_at_crossings(dqn_logged):
     np.testing.assert_allclose(returns, evaluations["Eval/mean episodic length"])
 
 
-def test_on_policy_rows_reach_the_last_rollout_within_the_horizon():
-    agent = PPO(
-        "CartPole-v1",
-        n_envs=1,
-        n_steps=64,
-        batch_size=64,
-        n_epochs=1,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    )
-    logging = LoggingConfig(log_frequency=64)
-    _, one_call = agent.train(seed=0, n_timesteps=256, logging_config=logging)
-    assert one_call["timestep"].tolist() == [[64, 128, 192, 256]]
-    # Split at a timestep that is not a rollout boundary, the budgets adding up to the run's: the
-    # first leg runs its last rollout whole (to 128), and the second still ends where one call does.
-    state, first = agent.train(seed=0, n_timesteps=100, total_timesteps=256, logging_config=logging)
-    assert int(state.collector_state.timestep[0]) == 128
-    state, second = agent.train(
-        seed=0, n_timesteps=156, initial_state=state, total_timesteps=256, logging_config=logging
-    )
-    assert int(state.collector_state.timestep[0]) == 320
-    timesteps = np.concatenate([first["timestep"][0], second["timestep"][0]])
-    assert timesteps[timesteps >= 0].tolist() == [64, 128, 192, 256]
-
-
 def test_metrics_before_learning_starts_are_nan():
     agent = DQN("CartPole-v1", learning_starts=300, batch_size=16, buffer_size=1000, architecture=SMALL)
     _, evaluations = agent.train(seed=0, n_timesteps=400, logging_config=LoggingConfig(log_frequency=200))

@@ -112,7 +112,7 @@ AGENTS = {
         "CartPole-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, architecture=SMALL
     ),
 }
-TOTAL, HALF, LOG = 512, 256, 128
+TOTAL, HALF, LOG = 512, 200, 128  # HALF on no on-policy rollout's boundary, nor LOG's
 
 
 @pytest.fixture(scope="module", params=sorted(AGENTS))
@@ -141,11 +141,13 @@ def test_a_run_split_in_two_equals_one_call(full_run):
     first, first_evaluations = AGENTS[name]().train(
         seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
     )
-    start = int(first.collector_state.timestep[0])
-    # A fresh agent continues the run; an on-policy run asks for the rest of the same horizon.
+    rollout = AGENTS[name]().rollout_steps()
+    # HALF is no rollout boundary: an on-policy first leg runs its last rollout whole.
+    assert int(first.collector_state.timestep[0]) == (HALF if rollout is None else -(-HALF // rollout) * rollout)
+    # A fresh agent continues the run, and legs whose budgets add up to the run's end where one call ends.
     second, second_evaluations = AGENTS[name]().train(
         seed=[0, 1],
-        n_timesteps=TOTAL - start,
+        n_timesteps=TOTAL - HALF,
         initial_state=first,
         total_timesteps=TOTAL,
         logging_config=LoggingConfig(log_frequency=LOG),
@@ -156,6 +158,7 @@ def test_a_run_split_in_two_equals_one_call(full_run):
     # the same timesteps.
     joined = {key: np.concatenate([first_evaluations[key], second_evaluations[key]], axis=1) for key in evaluations}
     filled, joined_filled = evaluations["timestep"][0] >= 0, joined["timestep"][0] >= 0
+    assert evaluations["timestep"][0][filled].tolist() == list(range(LOG, TOTAL + 1, LOG))  # the horizon's row too
     for key in evaluations:
         np.testing.assert_array_equal(joined[key][:, joined_filled], evaluations[key][:, filled], err_msg=key)
 
