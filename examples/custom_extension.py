@@ -30,7 +30,7 @@ class ActionPenalty(Extension):
         return self.weight * penalty, {"penalty/action_square": penalty}
 
 
-agent = SAC("Pendulum-v1", learning_starts=500, extensions=(ActionPenalty(weight=0.1),))
-_, evaluations = agent.train(seed=[0, 1], n_timesteps=1_000, logging_config=LoggingConfig(log_frequency=500))
+agent = SAC("Pendulum-v1", learning_starts=250, extensions=(ActionPenalty(weight=0.1),))
+_, evaluations = agent.train(seed=[0, 1], n_timesteps=500, logging_config=LoggingConfig(log_frequency=250))
 print(sorted(key for key in evaluations if key.startswith("penalty/")))
 print(evaluations["penalty/action_square"].shape)  # (seeds, evaluations)

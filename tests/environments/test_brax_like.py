@@ -212,6 +212,10 @@ def test_sac_trains_on_brax_inverted_pendulum_whose_episodes_terminate():
     assert (evaluations["Eval/mean episodic length"] < 100).all()
 
 
+# About 25 s: Playground's physics compiled into a whole training program. The default suite
+# checks Playground at the env level (the twin and reset tests above) and an agent's whole
+# program on Brax physics (SAC above).
+@pytest.mark.slow
 def test_ppo_trains_on_playground_pendulum_swingup():
     from ajax import PPO
 
