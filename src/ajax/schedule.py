@@ -40,6 +40,6 @@ class linear:  # noqa: N801 - used like a function: linear(start, end, steps)
 
 
 def check_schedule(name: str, schedule: Schedule, *, minimum: float = 0.0) -> None:
-    """Reject a negative constant at construction; a callable is checked by its author."""
-    if not callable(schedule) and schedule < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {schedule}.")
+    """Reject a constant below `minimum`, NaN, inf or a bool at construction; a callable is checked by its author."""
+    if not callable(schedule) and (isinstance(schedule, bool) or not minimum <= schedule < float("inf")):
+        raise ValueError(f"{name} must be >= {minimum} and finite, or a function of the timestep, got {schedule!r}.")

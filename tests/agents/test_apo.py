@@ -141,11 +141,11 @@ def test_apo_learns_pendulum():
 def test_bad_input():
     with pytest.raises(ValueError, match=r"batch_size=100 does not divide .* = 256 transitions"):
         APO("CartPole-v1", n_envs=2, n_steps=128, batch_size=100)
-    with pytest.raises(ValueError, match="n_steps, n_epochs and batch_size must be positive"):
+    with pytest.raises(ValueError, match="n_epochs must be a positive integer, got 0"):
         APO("CartPole-v1", n_epochs=0)
     with pytest.raises(ValueError, match=r"average_reward_step must lie in \(0, 1\]"):
         APO("CartPole-v1", average_reward_step=-0.1)
-    with pytest.raises(ValueError, match="nu must be >= 0"):
+    with pytest.raises(ValueError, match=r"nu must lie in \[0, inf\), got -0.1"):
         APO("CartPole-v1", nu=-0.1)
     with pytest.raises(ValueError, match="clip_range must be >= 0"):
         APO("CartPole-v1", clip_range=-0.2)

@@ -1,15 +1,18 @@
 """Every agent refuses a mistaken argument at construction, naming it, before anything compiles.
 
-One table of mistakes, applied to every registered agent that takes the argument: counts
-that are not integers (a bool included), rates and norms that are not finite and positive,
-a discount outside (0, 1], an env class instead of an instance, another env's params, and
-seeds that are not distinct integers in [0, 2**32). Then what is checked by tracing: an
-expert's answer against the action space, a custom env's observations against its declared
-space, and a resumed state against the agent's own.
+One table of mistakes, applied to every registered agent that takes the argument, with at
+least one row for each numeric argument of every agent: counts that are not integers (a
+bool included) or too small, rates, norms and scales that are not finite and positive,
+coefficients below 0 or NaN, fractions and discounts outside their interval; each message
+names the argument, the value and what is accepted. Then an env class instead of an
+instance, another env's params, and seeds that are not distinct integers in [0, 2**32).
+Then what is checked by tracing: an expert's answer against the action space, a custom
+env's observations against its declared space, and a resumed state against the agent's own.
 """
 
 import functools
 import inspect
+import re
 
 import jax
 import jax.numpy as jnp
@@ -41,30 +44,117 @@ def env_of(name: str) -> str:
     return "Pendulum-v1" if AGENTS[name].continuous else "CartPole-v1"
 
 
+NAN, INF = float("nan"), float("inf")
+# What each check accepts, as its message says it.
+COUNT = "be a positive integer"
+COUNT_FROM_0 = "be an integer >= 0"
+ABOVE_0 = "be a finite number above 0"
+AT_LEAST_0 = r"lie in \[0, inf\)"
+UNIT = r"lie in \[0, 1\]"
+UNIT_ABOVE_0 = r"lie in \(0, 1\]"
+SCHEDULE = r"be >= 0\.0 and finite, or a function of the timestep"
+
+# (argument, mistaken value, what is accepted): each value fails the argument's own check,
+# whichever agent takes it, with every other argument at its default.
 MISTAKES = [
-    ("n_envs", 2.5, "n_envs must be a positive integer"),
-    ("n_envs", True, "n_envs must be a positive integer"),
-    ("n_envs", 0, "n_envs must be a positive integer"),
-    ("episode_length", 0, "episode_length must be a positive integer"),
-    ("actor_learning_rate", float("inf"), "actor_learning_rate must be a finite number above 0"),
-    ("critic_learning_rate", -1e-3, "critic_learning_rate must be a finite number above 0"),
-    ("learning_rate", float("nan"), "learning_rate must be a finite number above 0"),
-    ("max_grad_norm", -1.0, "max_grad_norm must be a finite number above 0"),
-    ("gamma", 1.5, r"gamma must be in \(0, 1\]"),
-    ("gamma", 0.0, r"gamma must be in \(0, 1\]"),
+    # What every agent takes (ActorCritic and the environment)
+    ("n_envs", 2.5, COUNT),
+    ("n_envs", True, COUNT),
+    ("n_envs", 0, COUNT),
+    ("episode_length", 0, COUNT),
+    ("episode_length", 200.0, COUNT),
+    ("action_repeat", 0, COUNT),
+    ("action_repeat", True, COUNT),
+    ("actor_learning_rate", INF, ABOVE_0),
+    ("critic_learning_rate", -1e-3, ABOVE_0),
+    ("learning_rate", NAN, ABOVE_0),
+    ("learning_rate", True, ABOVE_0),
+    ("max_grad_norm", -1.0, ABOVE_0),
+    ("max_grad_norm", 0.0, ABOVE_0),
+    ("gamma", 1.5, UNIT_ABOVE_0),
+    ("gamma", 0.0, UNIT_ABOVE_0),
+    ("gamma", NAN, UNIT_ABOVE_0),
+    # Counts
+    ("n_steps", 0, COUNT),
+    ("n_steps", True, COUNT),
+    ("batch_size", 0, COUNT),
+    ("batch_size", 64.0, COUNT),
+    ("n_epochs", 2.0, COUNT),
+    ("n_minibatches", 0, COUNT),
+    ("buffer_size", 0, COUNT),
+    ("buffer_size", 1e6, COUNT),
+    ("learning_starts", -1, COUNT_FROM_0),
+    ("learning_starts", 100.0, COUNT_FROM_0),
+    ("learning_starts", False, COUNT_FROM_0),
+    ("target_update_interval", 0, COUNT),
+    ("policy_delay", True, COUNT),
+    ("n_critics", 0, COUNT),
+    ("subset_size", 0, COUNT),
+    ("utd_ratio", 1.5, COUNT),
+    ("expert_buffer_n_steps", -1, COUNT_FROM_0),
+    ("n_gradient_steps", 0, COUNT),
+    ("n_updates_per_iter", 2.5, COUNT),
+    ("top_k", 0, COUNT),
+    # Fractions, coefficients, rates and scales
+    ("gae_lambda", 1.5, UNIT),
+    ("gae_lambda", NAN, UNIT),
+    ("q_lambda", -0.1, UNIT),
+    ("clip_range", -0.1, SCHEDULE),
+    ("clip_range", NAN, SCHEDULE),
+    ("exploration_noise", INF, SCHEDULE),
+    ("ent_coef", -0.01, AT_LEAST_0),
+    ("ent_coef", NAN, AT_LEAST_0),
+    ("vf_coef", INF, AT_LEAST_0),
+    ("nu", -0.1, AT_LEAST_0),
+    ("average_reward_step", 0.0, UNIT_ABOVE_0),
+    ("exploration_fraction", 0.0, UNIT_ABOVE_0),
+    ("exploration_initial_eps", 1.5, UNIT),
+    ("exploration_final_eps", -0.1, UNIT),
+    ("tau", 0.0, UNIT_ABOVE_0),
+    ("tau", NAN, UNIT_ABOVE_0),
+    ("alpha_learning_rate", 0.0, ABOVE_0),
+    ("alpha_init", INF, ABOVE_0),
+    ("target_entropy", NAN, r"lie in \(-inf, inf\)"),
+    ("target_entropy", "-1", r"lie in \(-inf, inf\)"),
+    ("target_policy_noise", -0.1, AT_LEAST_0),
+    ("target_noise_clip", NAN, AT_LEAST_0),
+    ("theta_learning_rate", 1.5, UNIT_ABOVE_0),
+    ("alpha", NAN, AT_LEAST_0),
+    ("alpha", True, AT_LEAST_0),
+    ("beta_decay", 1.5, UNIT),
+    ("value_learning_rate", -3e-4, ABOVE_0),
+    ("expectile", 1.0, r"lie in \(0, 1\)"),
+    ("expectile", 0.0, r"lie in \(0, 1\)"),
+    ("beta", 0.0, ABOVE_0),
+    ("max_weight", INF, ABOVE_0),
+    ("return_scale", NAN, ABOVE_0),
+    ("horizon_scale", 0.0, ABOVE_0),
 ]
 CASES = [
-    pytest.param(name, argument, value, match, id=f"{name}-{argument}={value!r}")
+    pytest.param(name, argument, value, accepted, id=f"{name}-{argument}={value!r}")
     for name in sorted(AGENTS)
-    for argument, value, match in MISTAKES
+    for argument, value, accepted in MISTAKES
     if argument in inspect.signature(AGENTS[name].__init__).parameters
 ]
 
 
-@pytest.mark.parametrize(("name", "argument", "value", "match"), CASES)
-def test_a_mistaken_argument_is_refused_by_name(name, argument, value, match):
-    with pytest.raises(ValueError, match=match):
+@pytest.mark.parametrize(("name", "argument", "value", "accepted"), CASES)
+def test_a_mistaken_argument_is_refused_by_name(name, argument, value, accepted):
+    message = f"^{argument} must {accepted}, got {re.escape(repr(value))}\\.$"
+    with pytest.raises(ValueError, match=message):
         AGENTS[name](env_of(name), **required(name), **{argument: value})
+
+
+def numeric_arguments(agent: type) -> set[str]:
+    """The constructor's arguments that take a number: a count, a rate, a scale, a fraction or a Schedule."""
+    parameters = inspect.signature(agent.__init__).parameters.values()
+    return {p.name for p in parameters if re.search(r"\b(int|float|Schedule)\b", str(p.annotation))}
+
+
+def test_every_numeric_argument_of_every_agent_has_a_mistake_in_the_table():
+    covered = {argument for argument, _, _ in MISTAKES}
+    missing = sorted(f"{name}.{argument}" for name in AGENTS for argument in numeric_arguments(AGENTS[name]) - covered)
+    assert not missing, f"no mistaken value in MISTAKES for {missing}"
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))

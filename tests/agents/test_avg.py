@@ -106,7 +106,7 @@ def test_avg_learns_pendulum():
 def test_bad_input():
     with pytest.raises(ValueError, match="AVG acts in continuous"):
         AVG("CartPole-v1")
-    with pytest.raises(ValueError, match="alpha must be >= 0"):
+    with pytest.raises(ValueError, match=r"alpha must lie in \[0, inf\), got -0.1"):
         AVG("Pendulum-v1", alpha=-0.1)
     with pytest.raises(NotImplementedError, match="memory"):
         AVG("Pendulum-v1", memory={"kind": "gru"})

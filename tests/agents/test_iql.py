@@ -267,7 +267,7 @@ def test_bad_input(tiny_dataset):
         IQL("Pendulum-v1", dataset=tiny_dataset, memory={"kind": "gru"})
     with pytest.raises(ValueError, match="expectile must lie in"):
         IQL("Pendulum-v1", dataset=tiny_dataset, expectile=1.0)
-    with pytest.raises(ValueError, match="beta and max_weight must be positive"):
+    with pytest.raises(ValueError, match="beta must be a finite number above 0, got 0.0"):
         IQL("Pendulum-v1", dataset=tiny_dataset, beta=0.0)
     with pytest.raises(ValueError, match="n_steps must be a positive multiple of n_envs=2"):
         collect_dataset("Pendulum-v1", pd_expert, 5, n_envs=2)

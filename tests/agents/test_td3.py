@@ -96,7 +96,7 @@ def test_bad_input():
         TD3("CartPole-v1")
     with pytest.raises(ValueError, match="policy_delay must be a positive integer"):
         TD3("Pendulum-v1", policy_delay=0)
-    with pytest.raises(ValueError, match="target_policy_noise and target_noise_clip must be >= 0"):
+    with pytest.raises(ValueError, match=r"target_policy_noise must lie in \[0, inf\), got -0.1"):
         TD3("Pendulum-v1", target_policy_noise=-0.1)
     with pytest.raises(ValueError, match="exploration_noise must be >= 0"):
         TD3("Pendulum-v1", exploration_noise=-0.1)

@@ -289,7 +289,7 @@ def test_bad_input():
         UDRL("CartPole-v1", n_envs=4, buffer_size=32, top_k=40)
     with pytest.raises(ValueError, match="architecture needs at least one layer"):
         UDRL("CartPole-v1", architecture=())
-    with pytest.raises(ValueError, match="return_scale and horizon_scale must be positive"):
+    with pytest.raises(ValueError, match="horizon_scale must be a finite number above 0, got 0.0"):
         UDRL("CartPole-v1", horizon_scale=0.0)
     with pytest.raises(NotImplementedError, match="UDRL has no recurrent memory"):
         UDRL("CartPole-v1", memory={"kind": "gru"})

@@ -54,18 +54,40 @@ def shared_arguments(
     return {name: overrides[name] if name in overrides else config[name] for name in names}
 
 
-def require_positive_integers(**values: Any) -> None:
-    """Refuse, at construction, a count that is not a positive integer (`True` included), naming it."""
+def _is_number(value: Any) -> bool:
+    """A real number that is not a bool: `True` is no rate, scale or coefficient."""
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
+
+
+def require_counts(minimum: int = 1, /, **values: Any) -> None:
+    """Refuse, at construction, a count that is not an integer (`True` included) of at least `minimum`, naming it."""
+    accepted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
     for label, value in values.items():
-        if not is_count(value) or value < 1:
-            raise ValueError(f"{label} must be a positive integer, got {value!r}.")
+        if not is_count(value) or value < minimum:
+            raise ValueError(f"{label} must be {accepted}, got {value!r}.")
 
 
 def require_finite_positive(**values: Any) -> None:
     """Refuse a rate, a norm or a scale that is not a finite number above 0, naming it."""
     for label, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not 0 < value < np.inf:
+        if not _is_number(value) or not 0 < value < np.inf:
             raise ValueError(f"{label} must be a finite number above 0, got {value!r}.")
+
+
+def require_in_interval(interval: str, /, **values: Any) -> None:
+    """Refuse a number outside `interval`, written as the message shows it: "(0, 1]", "[0, inf)".
+
+    One spelling for the fractions, mixing rates and coefficients every agent takes; NaN lies
+    in no interval, and an infinite end admits only the finite numbers on its side.
+    """
+    low, high = (float(end) for end in interval[1:-1].split(","))
+    for label, value in values.items():
+        inside = _is_number(value) and (
+            (low < value if interval[0] == "(" else low <= value)
+            and (value < high if interval[-1] == ")" else value <= high)
+        )
+        if not inside:
+            raise ValueError(f"{label} must lie in {interval}, got {value!r}.")
 
 
 def field_names(batch_class: type) -> frozenset[str]:
@@ -222,10 +244,8 @@ class ActorCritic:
         check_action_space(self.env_args, self.name, continuous=self.continuous)
         # The reward scale is the spread of the agent's discounted return (0.99 for agents without a discount).
         gamma = getattr(self, "config", {}).get("gamma")
-        if gamma is not None and (
-            isinstance(gamma, bool) or not isinstance(gamma, int | float | np.floating) or not 0 < gamma <= 1
-        ):
-            raise ValueError(f"gamma must be in (0, 1], got {gamma!r}.")
+        if gamma is not None:
+            require_in_interval("(0, 1]", gamma=gamma)
         normalization = NormalizationConfig(
             bool(normalize_observations), bool(normalize_rewards), 0.99 if gamma is None else float(gamma)
         )

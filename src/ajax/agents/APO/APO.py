@@ -8,7 +8,14 @@ from typing import Any, ClassVar
 
 from ajax.agents.APO.state import APOConfig
 from ajax.agents.APO.train_APO import make_train
-from ajax.agents.base import ActorCritic, expert_in_agent_units, field_names, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    expert_in_agent_units,
+    field_names,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.PPO.PPO import check_clipped_epochs
 from ajax.agents.PPO.train_PPO import Minibatch
 from ajax.extensions import LOOP_PHASES, Extension
@@ -62,15 +69,10 @@ class APO(ActorCritic):
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
         check_clipped_epochs(n_steps, n_envs, batch_size, n_epochs, clip_range)
-        if not 0.0 <= gae_lambda <= 1.0:
-            raise ValueError(f"gae_lambda must lie in [0, 1], got {gae_lambda}.")
-        if not 0.0 < average_reward_step <= 1.0:
-            raise ValueError(
-                f"average_reward_step must lie in (0, 1], got {average_reward_step}: it is the step size of "
-                "rho <- rho + step * (mean rollout reward - rho)."
-            )
-        if not nu >= 0.0:
-            raise ValueError(f"nu must be >= 0, got {nu}: it weighs the penalty nu * (E[V])^2 (0 turns it off).")
+        require_in_interval("[0, 1]", gae_lambda=gae_lambda)
+        # The step of rho <- rho + step * (mean rollout reward - rho); nu weighs nu * (E[V])^2 (0 turns it off).
+        require_in_interval("(0, 1]", average_reward_step=average_reward_step)
+        require_in_interval("[0, inf)", ent_coef=ent_coef, vf_coef=vf_coef, nu=nu)
         # The settings are the constructor's own arguments; the discount is fixed at 1.
         settings = {f.name: self.config[f.name] for f in fields(APOConfig) if f.name not in ("gamma", "expert")}
         self.agent_config = APOConfig(gamma=1.0, expert=expert_in_agent_units(expert_policy, self.env_args), **settings)

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.ASAC.state import ASACConfig
 from ajax.agents.ASAC.train_ASAC import make_train
-from ajax.agents.base import run_config, shallow_fields, shared_arguments
+from ajax.agents.base import require_in_interval, run_config, shallow_fields, shared_arguments
 from ajax.agents.SAC import SAC
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.extensions.ibrl import IBRLTargets
@@ -54,8 +54,7 @@ class ASAC(SAC):
         memory: Any = None,
     ) -> None:
         config = run_config(locals(), self.name)
-        if not 0.0 < theta_learning_rate <= 1.0:
-            raise ValueError(f"theta_learning_rate must lie in (0, 1], got {theta_learning_rate}.")
+        require_in_interval("(0, 1]", theta_learning_rate=theta_learning_rate)
         super().__init__(
             **shared_arguments(
                 config, SAC.__init__, gamma=1.0, expert_policy=None, expert_buffer_n_steps=0, jsrl_curriculum=None

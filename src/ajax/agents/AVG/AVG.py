@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.AVG.state import AVGConfig
 from ajax.agents.AVG.train_AVG import make_train
-from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, expert_in_agent_units, require_in_interval, run_config, shared_arguments
 from ajax.extensions import LOOP_PHASES, Extension
 
 
@@ -47,8 +47,7 @@ class AVG(ActorCritic):
         self.config = run_config(locals(), self.name)
         # AVG normalises observations and scales its TD error itself, as its paper does (state.py, core.py).
         super().__init__(**shared_arguments(self.config, normalize_observations=False, normalize_rewards=False))
-        if not alpha >= 0 or not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"alpha must be >= 0 and gamma in [0, 1]; got alpha={alpha}, gamma={gamma}.")
+        require_in_interval("[0, inf)", alpha=alpha)
         # Single-sample gradients: momentum would average over correlated consecutive steps.
         self.actor_optimizer_args = dataclasses.replace(self.actor_optimizer_args, b1=0.0)
         self.critic_optimizer_args = dataclasses.replace(self.critic_optimizer_args, b1=0.0)

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, field_names, require_positive_integers, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    field_names,
+    require_counts,
+    require_finite_positive,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.DAgger.state import DAggerConfig, Labelled
 from ajax.agents.DAgger.train_DAgger import make_train
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
@@ -47,6 +55,7 @@ class DAgger(ActorCritic):
         memory: Any = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
+        require_finite_positive(learning_rate=learning_rate)  # the base would name it actor_learning_rate
         super().__init__(
             **shared_arguments(
                 self.config,
@@ -63,17 +72,18 @@ class DAgger(ActorCritic):
                 "DAgger imitates an expert: pass expert_policy=, a function from a batch of raw observations to "
                 "actions (env units for a continuous env, action indices for a discrete one)."
             )
+        require_counts(
+            n_steps=n_steps, n_gradient_steps=n_gradient_steps, batch_size=batch_size, buffer_size=buffer_size
+        )
+        require_in_interval("[0, 1]", beta_decay=beta_decay)  # beta_i = beta_decay^(i-1)
         require_stateless(expert_policy, "DAgger")
         expert = ExpertInAgentUnits.for_env(expert_policy, self.env_args)
-        require_positive_integers(n_steps=n_steps, n_gradient_steps=n_gradient_steps, batch_size=batch_size)
         per_iteration = n_steps * self.env_args.n_envs
         if buffer_size < max(per_iteration, batch_size):
             raise ValueError(
                 f"buffer_size={buffer_size} must hold one iteration's n_steps * n_envs = {per_iteration} labelled "
                 f"states and one batch of {batch_size}."
             )
-        if not 0.0 <= beta_decay <= 1.0:
-            raise ValueError(f"beta_decay must lie in [0, 1] (beta_i = beta_decay^(i-1)), got {beta_decay}.")
         self.agent_config = DAggerConfig(
             expert=expert,
             n_steps=n_steps,

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    require_counts,
+    require_finite_positive,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
 from ajax.buffers import ReplayBuffer
@@ -50,6 +57,7 @@ class DQN(ActorCritic):
         memory: Any = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
+        require_finite_positive(learning_rate=learning_rate)  # the base would name it actor_learning_rate
         super().__init__(
             **shared_arguments(
                 self.config,
@@ -59,16 +67,12 @@ class DQN(ActorCritic):
                 critic_architecture=architecture,
             )
         )
-        if learning_starts < 0 or target_update_interval < 1:
-            raise ValueError("learning_starts must be >= 0 and target_update_interval >= 1.")
-        if not 0.0 < exploration_fraction <= 1.0:
-            raise ValueError(f"exploration_fraction must lie in (0, 1], got {exploration_fraction}.")
-        for label, eps in (
-            ("exploration_initial_eps", exploration_initial_eps),
-            ("exploration_final_eps", exploration_final_eps),
-        ):
-            if not 0.0 <= eps <= 1.0:
-                raise ValueError(f"{label} must lie in [0, 1], got {eps}.")
+        require_counts(buffer_size=buffer_size, batch_size=batch_size, target_update_interval=target_update_interval)
+        require_counts(0, learning_starts=learning_starts)
+        require_in_interval("(0, 1]", exploration_fraction=exploration_fraction)
+        require_in_interval(
+            "[0, 1]", exploration_initial_eps=exploration_initial_eps, exploration_final_eps=exploration_final_eps
+        )
         ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
         self.agent_config = DQNConfig(
             gamma=gamma,

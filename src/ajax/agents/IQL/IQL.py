@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, require_positive_integers, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    require_counts,
+    require_finite_positive,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.IQL.state import IQLConfig
 from ajax.agents.IQL.train_IQL import make_train
 from ajax.buffers.dataset import Dataset, check_dataset
@@ -59,6 +66,10 @@ class IQL(ActorCritic):
                 normalize_rewards=False,
             )
         )
+        require_finite_positive(value_learning_rate=value_learning_rate, beta=beta, max_weight=max_weight)
+        require_in_interval("(0, 1)", expectile=expectile)
+        require_in_interval("(0, 1]", tau=tau)
+        require_counts(batch_size=batch_size)
         if dataset is None:
             raise ValueError(
                 "IQL learns offline from a dataset: pass dataset=collect_dataset(env_id, expert, n_steps, seed) "
@@ -66,15 +77,6 @@ class IQL(ActorCritic):
             )
         self.dataset = check_dataset(dataset, self.env_args, self.name)
         self.config["dataset_size"] = self.dataset.size
-        if not 0.0 < expectile < 1.0:
-            raise ValueError(f"expectile must lie in (0, 1), got {expectile}.")
-        if not beta > 0 or not max_weight > 0:
-            raise ValueError(f"beta and max_weight must be positive, got {beta}, {max_weight}.")
-        if not value_learning_rate > 0:
-            raise ValueError(f"value_learning_rate must be positive, got {value_learning_rate}.")
-        if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0:
-            raise ValueError("tau must lie in (0, 1] and gamma in [0, 1].")
-        require_positive_integers(batch_size=batch_size)
         self.value_optimizer_args = OptimizerConfig(value_learning_rate, max_grad_norm)
         self.agent_config = IQLConfig(
             gamma=gamma,

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    field_names,
+    require_counts,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.PPO.state import PPOConfig
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.extensions import LOOP_PHASES, Extension
@@ -14,8 +21,7 @@ from ajax.schedule import Schedule, check_schedule
 
 def check_clipped_epochs(n_steps: int, n_envs: int, batch_size: int, n_epochs: int, clip_range: Schedule) -> None:
     """The rollout and epoch settings PPO and its descendants refuse before anything compiles."""
-    if n_steps < 1 or n_epochs < 1 or batch_size < 1:
-        raise ValueError("n_steps, n_epochs and batch_size must be positive integers.")
+    require_counts(n_steps=n_steps, n_epochs=n_epochs, batch_size=batch_size)
     rollout = n_steps * n_envs
     if rollout % batch_size:
         divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and 16 <= d <= 4096]
@@ -70,8 +76,8 @@ class PPO(ActorCritic):
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
         check_clipped_epochs(n_steps, n_envs, batch_size, n_epochs, clip_range)
-        if not 0.0 <= gamma <= 1.0 or not 0.0 <= gae_lambda <= 1.0:
-            raise ValueError("gamma and gae_lambda must lie in [0, 1].")
+        require_in_interval("[0, 1]", gae_lambda=gae_lambda)
+        require_in_interval("[0, inf)", ent_coef=ent_coef, vf_coef=vf_coef)
         self.agent_config = PPOConfig(
             n_steps=n_steps,
             batch_size=batch_size,

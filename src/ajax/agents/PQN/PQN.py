@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    require_counts,
+    require_finite_positive,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.PQN.state import PQNConfig
 from ajax.agents.PQN.train_PQN import make_train
 from ajax.extensions import LOOP_PHASES, Extension
@@ -49,6 +56,7 @@ class PQN(ActorCritic):
         memory: Any = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
+        require_finite_positive(learning_rate=learning_rate)  # the base would name it actor_learning_rate
         super().__init__(
             **shared_arguments(
                 self.config,
@@ -58,18 +66,18 @@ class PQN(ActorCritic):
                 critic_architecture=architecture,
             )
         )
-        if n_steps < 1 or n_epochs < 1 or n_minibatches < 1:
-            raise ValueError("n_steps, n_epochs and n_minibatches must be positive integers.")
+        require_counts(n_steps=n_steps, n_epochs=n_epochs, n_minibatches=n_minibatches)
         rollout = n_steps * n_envs
         if rollout % n_minibatches:
             raise ValueError(
                 f"n_minibatches={n_minibatches} does not divide the rollout of n_steps * n_envs = {n_steps} * "
                 f"{n_envs} = {rollout} transitions. Pick n_steps and n_minibatches so that it does."
             )
-        if not 0.0 <= q_lambda <= 1.0 or not 0.0 <= gamma <= 1.0:
-            raise ValueError("q_lambda and gamma must lie in [0, 1].")
-        if not 0.0 < exploration_fraction <= 1.0:
-            raise ValueError(f"exploration_fraction must lie in (0, 1], got {exploration_fraction}.")
+        require_in_interval("[0, 1]", q_lambda=q_lambda)
+        require_in_interval("(0, 1]", exploration_fraction=exploration_fraction)
+        require_in_interval(
+            "[0, 1]", exploration_initial_eps=exploration_initial_eps, exploration_final_eps=exploration_final_eps
+        )
         self.agent_config = PQNConfig(
             n_steps=n_steps,
             n_epochs=n_epochs,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import run_config, shallow_fields, shared_arguments
+from ajax.agents.base import require_counts, run_config, shallow_fields, shared_arguments
 from ajax.agents.REDQ.state import REDQConfig
 from ajax.agents.REDQ.train_REDQ import make_train
 from ajax.agents.SAC import SAC
@@ -56,13 +56,12 @@ class REDQ(SAC):
         memory: Any = None,
     ) -> None:
         config = run_config(locals(), self.name)
-        if not 1 <= subset_size <= n_critics:
+        require_counts(n_critics=n_critics, subset_size=subset_size, utd_ratio=utd_ratio)
+        if subset_size > n_critics:
             raise ValueError(
                 f"subset_size={subset_size} must lie between 1 and n_critics={n_critics}: the target takes "
                 "the min over a subset of the ensemble's critics."
             )
-        if utd_ratio < 1:
-            raise ValueError(f"utd_ratio must be a positive integer (critic updates per step), got {utd_ratio}.")
         super().__init__(**shared_arguments(config, SAC.__init__, expert_buffer_n_steps=0, jsrl_curriculum=None))
         self.config = config
         self.agent_config = REDQConfig(

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    expert_in_agent_units,
+    require_counts,
+    require_finite_positive,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
@@ -69,12 +77,12 @@ class SAC(ActorCritic):
         )
         self.config = run_config(locals(), self.name, exclude=("jsrl_curriculum",))
         super().__init__(**shared_arguments(self.config))
-        if not alpha_init > 0 or not alpha_learning_rate > 0:
-            raise ValueError("alpha_init and alpha_learning_rate must be positive.")
-        if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0:
-            raise ValueError("tau must lie in (0, 1] and gamma in [0, 1].")
-        if learning_starts < 0:
-            raise ValueError(f"learning_starts must be >= 0, got {learning_starts}.")
+        require_finite_positive(alpha_learning_rate=alpha_learning_rate, alpha_init=alpha_init)
+        require_in_interval("(0, 1]", tau=tau)
+        if target_entropy is not None:
+            require_in_interval("(-inf, inf)", target_entropy=target_entropy)
+        require_counts(buffer_size=buffer_size, batch_size=batch_size)
+        require_counts(0, learning_starts=learning_starts, expert_buffer_n_steps=expert_buffer_n_steps)
         self.agent_config = SACConfig(
             gamma=gamma,
             tau=tau,

@@ -36,9 +36,7 @@ class SACConfig:
 
 
 def checked_expert_buffer(expert_policy: Any, n_steps: int, buffer_size: int) -> int:
-    """`expert_buffer_n_steps`, refused where it cannot be honoured."""
-    if n_steps < 0:
-        raise ValueError(f"expert_buffer_n_steps must be >= 0, got {n_steps}.")
+    """`expert_buffer_n_steps`, a count SAC has checked, refused where it cannot be honoured."""
     if n_steps and expert_policy is None:
         raise ValueError("expert_buffer_n_steps fills the replay with the expert's steps: it needs expert_policy=.")
     if n_steps and isinstance(expert_policy, StatefulExpert):

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    expert_in_agent_units,
+    require_counts,
+    require_in_interval,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
@@ -56,16 +63,11 @@ class TD3(ActorCritic):
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
-        if policy_delay < 1:
-            raise ValueError(f"policy_delay must be a positive integer, got {policy_delay}.")
-        if target_policy_noise < 0 or target_noise_clip < 0:
-            raise ValueError(
-                f"target_policy_noise and target_noise_clip must be >= 0, got {target_policy_noise}, "
-                f"{target_noise_clip}."
-            )
+        require_counts(buffer_size=buffer_size, batch_size=batch_size, policy_delay=policy_delay)
+        require_counts(0, learning_starts=learning_starts)
+        require_in_interval("(0, 1]", tau=tau)
+        require_in_interval("[0, inf)", target_policy_noise=target_policy_noise, target_noise_clip=target_noise_clip)
         check_schedule("exploration_noise", exploration_noise)
-        if not 0.0 < tau <= 1.0 or not 0.0 <= gamma <= 1.0 or learning_starts < 0:
-            raise ValueError("tau must lie in (0, 1], gamma in [0, 1], and learning_starts must be >= 0.")
         ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
         self.agent_config = TD3Config(
             gamma=gamma,

@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, field_names, require_positive_integers, run_config, shared_arguments
+from ajax.agents.base import (
+    ActorCritic,
+    field_names,
+    require_counts,
+    require_finite_positive,
+    run_config,
+    shared_arguments,
+)
 from ajax.agents.UDRL.state import UDRLConfig
 from ajax.agents.UDRL.train_UDRL import RelabelledBatch, make_train
 from ajax.extensions import LOOP_PHASES, Extension
@@ -49,6 +56,7 @@ class UDRL(ActorCritic):
         memory: Any = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
+        require_finite_positive(learning_rate=learning_rate)  # the base would name it actor_learning_rate
         super().__init__(
             **shared_arguments(
                 self.config,
@@ -65,9 +73,14 @@ class UDRL(ActorCritic):
                 "architecture needs at least one layer: the first is the gate of observation and command, "
                 "e.g. ('64', 'relu', '64', 'relu')."
             )
-        require_positive_integers(
-            n_steps=n_steps, n_updates_per_iter=n_updates_per_iter, batch_size=batch_size, top_k=top_k
+        require_counts(
+            n_steps=n_steps,
+            n_updates_per_iter=n_updates_per_iter,
+            batch_size=batch_size,
+            buffer_size=buffer_size,
+            top_k=top_k,
         )
+        require_finite_positive(return_scale=return_scale, horizon_scale=horizon_scale)
         if buffer_size < 2 * n_envs:
             raise ValueError(
                 f"buffer_size={buffer_size} must hold at least 2 episodes per env (each env keeps a ring of its own, "
@@ -78,8 +91,6 @@ class UDRL(ActorCritic):
                 f"top_k={top_k} exceeds the {buffer_size - n_envs} finished episodes a buffer of {buffer_size} "
                 f"holds with {n_envs} envs filling a slot each; lower top_k or raise buffer_size."
             )
-        if not return_scale > 0 or not horizon_scale > 0:
-            raise ValueError(f"return_scale and horizon_scale must be positive, got {return_scale}, {horizon_scale}.")
         self.agent_config = UDRLConfig(
             n_steps=n_steps,
             n_updates_per_iter=n_updates_per_iter,
