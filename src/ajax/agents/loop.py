@@ -5,19 +5,21 @@ this order on every iteration:
 
     fresh run:  state = init(key), then the extensions' init_state and pretrain
     resumed:    state = the state passed in
-    iterate:    collect one step per env (off-policy) or a rollout (on-policy)
-                if timestep >= learning_starts (on-policy: always):
+    iterate:    collect a round of `train_freq` steps per env (off-policy, 1 by default) or a
+                rollout (on-policy)
+                if timestep >= learning_starts (on-policy: always), `gradient_steps` times:
                     state, aux = update(state, experience); n_updates += 1
                     fold the extensions' post_update
                 else:
                     aux = the update's metrics, filled with NaN
                 evaluate and log every log_frequency steps
 
-Budgets: off-policy runs `budget // n_envs` ticks. On-policy runs the rollouts that start
-before the call's end and, in the call that reaches the run's horizon, the one starting
-there too: `budget // (n_envs * n_steps) + 1` on a fresh run, so a run always makes one
-rollout more than the budget holds, and a run split into calls at any timesteps makes the
-same rollouts as one call.
+Budgets: off-policy runs the whole rounds of `n_envs * train_freq` steps the budget holds,
+counted from timestep 0, so a run split anywhere makes the rounds of one call. On-policy
+runs the rollouts that start before the call's end and, in the call that reaches the run's
+horizon, the one starting there too: `budget // (n_envs * n_steps) + 1` on a fresh run, so
+a run always makes one rollout more than the budget holds, and a run split into calls at
+any timesteps makes the same rollouts as one call.
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ import jax.numpy as jnp
 import optax
 
 from ajax import nonfinite
+from ajax.environments.create import is_count
 from ajax.environments.interaction import ActionPipeline, Transition, collect_experience
 from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
 from ajax.extensions import ExtensionStack
 from ajax.log import TRAIN_RETURN, empty_rows, evaluate_and_log, evaluation_keys, n_rows, train_return
-from ajax.perf_utils import LoopCarry, build_resumable_train, traced_once
+from ajax.perf_utils import LoopCarry, build_resumable_train, final_aux_scan, traced_once
 from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState
 
 Update = Callable[..., tuple[BaseAgentState, Any]]
@@ -114,6 +117,32 @@ def actor_step(
 
 
 @dataclass(frozen=True)
+class UpdateSchedule:
+    """When a replay agent updates, in Stable-Baselines3's terms.
+
+    Each round collects `train_freq` steps per env copy, then makes `gradient_steps` updates,
+    each on a fresh minibatch (-1: one per env step the round collected). The default, one
+    update per step of one env, is the papers' schedule for SAC, TD3, REDQ and ASAC; the RL
+    Zoo's tuned DQN on CartPole collects 256 steps, then makes 128 updates.
+    """
+
+    train_freq: int = 1
+    gradient_steps: int = 1
+
+    def __post_init__(self) -> None:
+        if not is_count(self.train_freq) or self.train_freq < 1:
+            raise ValueError(f"train_freq must be a positive integer, got {self.train_freq!r}.")
+        if not is_count(self.gradient_steps) or not (self.gradient_steps >= 1 or self.gradient_steps == -1):
+            raise ValueError(
+                f"gradient_steps must be a positive integer or -1 (one update per env step collected), got "
+                f"{self.gradient_steps!r}."
+            )
+
+    def updates_per_round(self, n_envs: int) -> int:
+        return self.train_freq * n_envs if self.gradient_steps == -1 else self.gradient_steps
+
+
+@dataclass(frozen=True)
 class RunSettings:
     """What one `train` call covers: its timesteps, the run's horizon, its evaluations.
 
@@ -162,20 +191,39 @@ class TrainLoop:
         learning_starts: int,
         pipeline: ActionPipeline,
         store: Callable[[BaseAgentState, Transition], BaseAgentState] | None = None,
+        schedule: UpdateSchedule = UpdateSchedule(),
+        before_updates: Callable[[BaseAgentState], BaseAgentState] | None = None,
     ) -> OneSeedTrain:
-        """One step per env per iteration; from `learning_starts` on, `update(state, transition)`."""
+        """A round of `schedule.train_freq` steps per env per iteration; from `learning_starts`
+        on, `before_updates(state)` once, then `update(state, experience)` for each of the
+        round's updates (`experience`: the round's transitions, stacked when it has several).
+        """
         env_args = self.env_args
+        n_updates = schedule.updates_per_round(env_args.n_envs)
+        one_update = self.updated(update)
 
-        def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+        def tick(state: BaseAgentState) -> tuple[BaseAgentState, Transition]:
             state, transition = collect_experience(state, pipeline, env_args)
             state = nonfinite.record(state, nonfinite.env_kinds([transition]))
-            if store is not None:
-                state = store(state, transition)
-            learning = state.collector_state.timestep >= learning_starts
-            return when(learning, self.updated(update), state, transition)
+            return (state if store is None else store(state, transition)), transition
 
-        start, end, n = self.run.start_timestep, self.run.end_timestep, env_args.n_envs
-        return self.train(init, step, end // n - start // n, steps_per_iteration=n)
+        def updates(state: BaseAgentState, experience: Transition) -> tuple[BaseAgentState, Any]:
+            if before_updates is not None:
+                state = before_updates(state)
+            if n_updates == 1:
+                return one_update(state, experience)
+            return final_aux_scan(lambda state, _: one_update(state, experience), state, length=n_updates)
+
+        def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+            if schedule.train_freq == 1:
+                state, experience = tick(state)
+            else:
+                state, experience = jax.lax.scan(lambda state, _: tick(state), state, length=schedule.train_freq)
+            learning = state.collector_state.timestep >= learning_starts
+            return when(learning, updates, state, experience)
+
+        start, end, per_round = self.run.start_timestep, self.run.end_timestep, env_args.n_envs * schedule.train_freq
+        return self.train(init, step, end // per_round - start // per_round, steps_per_iteration=per_round)
 
     def on_policy(
         self,

@@ -118,15 +118,25 @@ class QEnsemble(nn.Module):
 
 
 class DiscreteQNetwork(nn.Module):
-    """Q(s, .) over `n_actions` discrete actions."""
+    """Q(s, .) over `n_actions` discrete actions.
+
+    `dueling` splits the head into a state value and advantages, Q(s, a) = V(s) + A(s, a) -
+    mean_a' A(s, a') (Wang et al. 2016, arXiv:1511.06581, eq. 9): V learns from every action's
+    update, and subtracting the mean makes the split identifiable.
+    """
 
     architecture: tuple[str, ...]
     n_actions: int
     layer_norm: bool = False
+    dueling: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        return nn.Dense(self.n_actions)(MLP(self.architecture, layer_norm=self.layer_norm)(obs))
+        features = MLP(self.architecture, layer_norm=self.layer_norm)(obs)
+        if not self.dueling:
+            return nn.Dense(self.n_actions)(features)
+        value, advantage = nn.Dense(1)(features), nn.Dense(self.n_actions)(features)
+        return value + advantage - jnp.mean(advantage, axis=-1, keepdims=True)
 
 
 def chosen_q(q_values: jax.Array, action: jax.Array) -> jax.Array:

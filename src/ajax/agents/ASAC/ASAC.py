@@ -41,6 +41,8 @@ class ASAC(SAC):
         buffer_size: int = 1_000_000,
         batch_size: int = 256,
         learning_starts: int = 10_000,
+        train_freq: int = 1,
+        gradient_steps: int = 1,
         alpha_init: float = 1.0,
         learn_alpha: bool = True,
         target_entropy: float | None = None,

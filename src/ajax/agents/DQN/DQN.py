@@ -15,6 +15,7 @@ from ajax.agents.base import (
 )
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
+from ajax.agents.loop import UpdateSchedule
 from ajax.buffers import ReplayBuffer
 from ajax.extensions import LOOP_PHASES, Extension
 
@@ -23,8 +24,10 @@ class DQN(ActorCritic):
     """Q-learning with replay and a periodically copied target network, for discrete actions.
 
     Defaults: learning rate 1e-3, two 64-unit relu layers, a 1e5 buffer, batches of 64,
-    learning from step 1,000, the target copied every 500 env steps, epsilon 1.0 to 0.05
-    over the first half of the run, the Huber loss, gradients clipped at norm 10.
+    learning from step 1,000, one update per env tick, the target copied every 500 env steps
+    (`tau` < 1: Polyak-averaged instead), epsilon 1.0 to 0.05 over the first half of the run,
+    the Huber loss, gradients clipped at norm 10. `double_q` (van Hasselt et al. 2016) and
+    `dueling` (Wang et al. 2016) are off, as in the paper.
     docs/agents.md has the paper, Ajax's choices and the calibrated result.
     """
 
@@ -44,6 +47,11 @@ class DQN(ActorCritic):
         batch_size: int = 64,
         learning_starts: int = 1_000,
         target_update_interval: int = 500,
+        train_freq: int = 1,
+        gradient_steps: int = 1,
+        tau: float = 1.0,
+        double_q: bool = False,
+        dueling: bool = False,
         exploration_fraction: float = 0.5,
         exploration_initial_eps: float = 1.0,
         exploration_final_eps: float = 0.05,
@@ -69,7 +77,7 @@ class DQN(ActorCritic):
         )
         require_counts(buffer_size=buffer_size, batch_size=batch_size, target_update_interval=target_update_interval)
         require_counts(0, learning_starts=learning_starts)
-        require_in_interval("(0, 1]", exploration_fraction=exploration_fraction)
+        require_in_interval("(0, 1]", exploration_fraction=exploration_fraction, tau=tau)
         require_in_interval(
             "[0, 1]", exploration_initial_eps=exploration_initial_eps, exploration_final_eps=exploration_final_eps
         )
@@ -83,4 +91,8 @@ class DQN(ActorCritic):
             exploration_fraction=exploration_fraction,
             exploration_initial_eps=exploration_initial_eps,
             exploration_final_eps=exploration_final_eps,
+            tau=float(tau),
+            double_q=bool(double_q),
+            dueling=bool(dueling),
+            schedule=UpdateSchedule(train_freq, gradient_steps),
         )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ajax.agents.loop import UpdateSchedule
 
 
 @dataclass(frozen=True)
@@ -15,3 +17,7 @@ class DQNConfig:
     exploration_fraction: float
     exploration_initial_eps: float
     exploration_final_eps: float
+    tau: float = field(default=1.0, kw_only=True)  # 1: the target is copied; below 1: Polyak averaging
+    double_q: bool = field(default=False, kw_only=True)
+    dueling: bool = field(default=False, kw_only=True)
+    schedule: UpdateSchedule = field(default=UpdateSchedule(), kw_only=True)

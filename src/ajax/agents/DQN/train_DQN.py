@@ -6,9 +6,15 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.agents.DQN.core import q_learning_target, td_loss
+from ajax.agents.DQN.core import (
+    double_q_learning_target,
+    q_learning_target,
+    refresh_crossings,
+    refreshed_target,
+    td_loss,
+)
 from ajax.agents.DQN.state import DQNConfig
-from ajax.agents.loop import RunSettings, TrainLoop, critic_step, when
+from ajax.agents.loop import RunSettings, TrainLoop, critic_step
 from ajax.buffers import ReplayBuffer
 from ajax.environments.interaction import Transition, epsilon_greedy, explore_pipeline, init_collector
 from ajax.evaluate import greedy_q_evaluation
@@ -45,7 +51,7 @@ def make_train(
 ):
     del actor_optimizer_args  # DQN has no actor: its policy is greedy in its Q-network
     config = agent_config
-    q_network = DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim)
+    q_network = DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim, dueling=config.dueling)
     buffer = ReplayBuffer(config.buffer_size, config.batch_size)
     # Epsilon falls linearly over the first `exploration_fraction` of the run's horizon.
     epsilon = linear(
@@ -53,8 +59,10 @@ def make_train(
         config.exploration_final_eps,
         int(config.exploration_fraction * run.total_timesteps),
     )
-    # The target is copied every `target_update_interval` env steps, counted in updates.
+    # The target refreshes every `target_update_interval` env steps, counted in ticks of all
+    # env copies from the run's start (SB3's count), also while warm-up actions are collected.
     refresh_every = max(config.target_update_interval // env_args.n_envs, 1)
+    round_ticks = config.schedule.train_freq
 
     def init(key: jax.Array) -> BaseAgentState:
         rng, q_key, env_key, eval_key = jax.random.split(key, 4)
@@ -73,12 +81,26 @@ def make_train(
     def q_values(state: BaseAgentState, obs: jax.Array) -> jax.Array:
         return q_network.apply(state.critic_state.params, obs)
 
+    def refresh(state: BaseAgentState) -> BaseAgentState:
+        """Before a round's updates: the refreshes of the ticks it collected, during which the
+        parameters did not move."""
+        crossed = refresh_crossings(state.collector_state.timestep // env_args.n_envs, round_ticks, refresh_every)
+        critic = state.critic_state
+        target = refreshed_target(critic.params, critic.target_params, config.tau, crossed)
+        return state.replace(critic_state=critic.replace(target_params=target))
+
+    def bootstrap(state: BaseAgentState, next_obs: jax.Array, reward: jax.Array, terminated: jax.Array):
+        next_q = q_network.apply(state.critic_state.target_params, next_obs)
+        if not config.double_q:
+            return q_learning_target(reward, terminated, next_q, config.gamma)
+        next_q_online = q_network.apply(state.critic_state.params, next_obs)
+        return double_q_learning_target(reward, terminated, next_q_online, next_q, config.gamma)
+
     def update(state: BaseAgentState, transition: Transition):
         del transition  # DQN learns from replay; the loop has already stored the step
         state, (sample_key,) = state.next_keys(1)
         batch = buffer.sample(state.collector_state.buffer_state, sample_key)
-        next_q = q_network.apply(state.critic_state.target_params, batch.next_obs)
-        target = q_learning_target(batch.reward, batch.terminated, next_q, config.gamma)
+        target = bootstrap(state, batch.next_obs, batch.reward, batch.terminated)
 
         def loss(params, target):
             q = q_network.apply(params, batch.obs)
@@ -87,11 +109,6 @@ def make_train(
         critic_state, critic_loss, q_mean, norm, metrics = critic_step(
             state.critic_state, loss, target, batch, state, extensions
         )
-
-        def refresh(critic_state):
-            return critic_state.replace(target_params=critic_state.params), ()
-
-        critic_state, _ = when(state.n_updates % refresh_every == 0, refresh, critic_state)
         aux = AuxiliaryLogs(
             ValueAuxiliaries(critic_loss, q_mean, norm, at(epsilon, state.collector_state.timestep)),
             metrics,
@@ -105,4 +122,12 @@ def make_train(
         warmup=lambda state: state.collector_state.timestep < config.learning_starts,
     )
     loop = TrainLoop.create(env_args, run, extensions, greedy_q_evaluation(q_values, config.gamma))
-    return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add)
+    return loop.off_policy(
+        init,
+        update,
+        config.learning_starts,
+        pipeline,
+        store=buffer.add,
+        schedule=config.schedule,
+        before_updates=refresh,
+    )

@@ -14,6 +14,7 @@ from ajax.agents.base import (
     run_config,
     shared_arguments,
 )
+from ajax.agents.loop import UpdateSchedule
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
@@ -55,6 +56,8 @@ class SAC(ActorCritic):
         buffer_size: int = 1_000_000,
         batch_size: int = 256,
         learning_starts: int = 10_000,
+        train_freq: int = 1,
+        gradient_steps: int = 1,
         alpha_init: float = 1.0,
         learn_alpha: bool = True,
         target_entropy: float | None = None,
@@ -94,6 +97,7 @@ class SAC(ActorCritic):
             learn_alpha=learn_alpha,
             n_critics=2,
             alpha_learning_rate=alpha_learning_rate,
+            schedule=UpdateSchedule(train_freq, gradient_steps),
             expert=expert_in_agent_units(expert_policy, self.env_args),
             expert_buffer_n_steps=checked_expert_buffer(expert_policy, expert_buffer_n_steps, buffer_size),
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 from flax import struct
 
+from ajax.agents.loop import UpdateSchedule
 from ajax.environments.utils import ExpertInAgentUnits, StatefulExpert
 from ajax.state import BaseAgentState, LoopTrainState
 
@@ -30,6 +31,7 @@ class SACConfig:
     learn_alpha: bool
     n_critics: int
     alpha_learning_rate: float
+    schedule: UpdateSchedule = field(default=UpdateSchedule(), kw_only=True)  # train_freq=, gradient_steps=
     # expert_policy= read in agent units: evaluated beside the agent, acting in the warm-up, filling replay
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)
     expert_buffer_n_steps: int = field(default=0, kw_only=True)

@@ -235,7 +235,12 @@ class SoftActorCritic:
         loop = TrainLoop.create(self.env_args, run, self.extensions, self.evaluation(value))
         init_with_expert = lambda key: self.with_expert_replay(init(key))  # noqa: E731
         return loop.off_policy(
-            init_with_expert, update, self.config.learning_starts, self.pipeline, store=self.buffer.add
+            init_with_expert,
+            update,
+            self.config.learning_starts,
+            self.pipeline,
+            store=self.buffer.add,
+            schedule=self.config.schedule,
         )
 
 

@@ -13,6 +13,7 @@ from ajax.agents.base import (
     run_config,
     shared_arguments,
 )
+from ajax.agents.loop import UpdateSchedule
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
@@ -47,6 +48,8 @@ class TD3(ActorCritic):
         buffer_size: int = 1_000_000,
         batch_size: int = 100,
         learning_starts: int = 10_000,
+        train_freq: int = 1,
+        gradient_steps: int = 1,
         policy_delay: int = 2,
         target_policy_noise: float = 0.2,
         target_noise_clip: float = 0.5,
@@ -79,5 +82,6 @@ class TD3(ActorCritic):
             target_policy_noise=float(target_policy_noise),
             target_noise_clip=float(target_noise_clip),
             exploration_noise=exploration_noise,
+            schedule=UpdateSchedule(train_freq, gradient_steps),
             expert=expert_in_agent_units(expert_policy, self.env_args),
         )

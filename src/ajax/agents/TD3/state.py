@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ajax.agents.loop import UpdateSchedule
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.schedule import Schedule
 
@@ -19,4 +20,5 @@ class TD3Config:
     target_policy_noise: float
     target_noise_clip: float
     exploration_noise: Schedule
+    schedule: UpdateSchedule = field(default=UpdateSchedule(), kw_only=True)  # train_freq=, gradient_steps=
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # expert_policy=, evaluated beside

@@ -138,4 +138,4 @@ def make_train(
         warmup=lambda state: state.collector_state.timestep < config.learning_starts,
     )
     loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, value, config.gamma, expert=config.expert))
-    return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add)
+    return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add, schedule=config.schedule)
