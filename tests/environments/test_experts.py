@@ -19,7 +19,7 @@ TINY = ("8", "relu")
 
 
 def test_an_expert_answers_in_env_units_and_is_read_in_agent_units():
-    expert = ExpertInAgentUnits.for_env(lambda obs: obs, prepare_env("Pendulum-v1"))  # box [-2, 2]
+    expert = ExpertInAgentUnits.for_env(lambda obs: obs[:, :1], prepare_env("Pendulum-v1"))  # box [-2, 2]
     np.testing.assert_allclose(expert(jnp.array([[2.0], [1.0], [-0.5], [4.0]])), [[1.0], [0.5], [-0.25], [2.0]])
     discrete = ExpertInAgentUnits.for_env(lambda obs: jnp.ones(obs.shape[0], jnp.int32), prepare_env("CartPole-v1"))
     np.testing.assert_array_equal(discrete(jnp.zeros((3, 4))), [1, 1, 1])  # indices pass through

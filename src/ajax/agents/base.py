@@ -264,6 +264,14 @@ class ActorCritic:
         self.extensions.check(self.name, self.supported_extension_phases, self.batch_fields)
         self._programs: dict[Any, Callable] = {}
 
+    @classmethod
+    def from_zoo(cls, env_id: str, **overrides: Any) -> ActorCritic:
+        """The agent with the RL Baselines3 Zoo's tuned settings for `env_id` (`ajax.zoo`),
+        `overrides` over them; the preset's budget is `zoo.preset(name, env_id).n_timesteps`."""
+        from ajax import zoo
+
+        return cls(env_id, **{**zoo.preset(cls.name, env_id).kwargs, **overrides})
+
     # What each agent provides -------------------------------------------------------
     make_train: ClassVar[Callable[..., Callable]]
 

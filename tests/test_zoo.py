@@ -1,0 +1,92 @@
+"""The RL Baselines3 Zoo presets: every one builds its agent, and the agent holds every Zoo setting."""
+
+import pytest
+
+from ajax import zoo
+from ajax.agents.registry import AGENTS
+from ajax.schedule import linear
+
+
+def start(value):
+    """A Zoo `lin_x` setting's value at the start of the run; anything else as it is."""
+    return float(value.removeprefix("lin_")) if isinstance(value, str) and value.startswith("lin_") else value
+
+
+def ent_coef(agent):
+    """PPO's entropy weight; SAC's temperature, "auto" when it is learned."""
+    config = agent.agent_config
+    if agent.name == "PPO":
+        return config.ent_coef
+    return "auto" if config.learn_alpha else config.alpha_init
+
+
+def realized(agent, name: str):
+    """What the constructed agent holds for the Zoo setting `name`, in the Zoo's units."""
+    config = agent.agent_config
+    schedule = getattr(config, "schedule", None)
+    readers = {
+        "n_envs": lambda: agent.env_args.n_envs,
+        "learning_rate": lambda: agent.critic_optimizer_args.learning_rate,
+        "max_grad_norm": lambda: agent.critic_optimizer_args.max_grad_norm,
+        "net_arch": lambda: tuple(int(width) for width in agent.network_args.critic_architecture[::2]),
+        "train_freq": lambda: schedule.train_freq,
+        "gradient_steps": lambda: schedule.gradient_steps,
+        "ent_coef": lambda: (
+            config.ent_coef if agent.name == "PPO" else ("auto" if config.learn_alpha else config.alpha_init)
+        ),
+        "noise_std": lambda: config.exploration_noise,
+        "normalize": lambda: agent.env_args.normalization.observations and agent.env_args.normalization.rewards,
+        "clip_range": lambda: config.clip_range.start if isinstance(config.clip_range, linear) else config.clip_range,
+    }
+    return readers[name]() if name in readers else getattr(config, name)
+
+
+@pytest.mark.parametrize("key", sorted(zoo.PRESETS), ids=lambda key: f"{key[0]}-{key[1]}")
+def test_every_preset_builds_its_agent_with_every_zoo_setting(key):
+    preset = zoo.PRESETS[key]
+    agent = AGENTS[preset.agent].from_zoo(preset.env_id)
+    for name, value in preset.settings.items():
+        expected = start(value)
+        assert realized(agent, name) == (pytest.approx(expected) if isinstance(expected, float) else expected), name
+    # Both networks alike, and the actor's rate the critic's.
+    assert agent.network_args.actor_architecture == agent.network_args.critic_architecture
+    assert agent.actor_optimizer_args.learning_rate == agent.critic_optimizer_args.learning_rate
+
+
+def test_the_zoos_numbers_are_the_files():
+    # hyperparams/dqn.yml, CartPole-v1: 128 updates every 256 steps, the target copied every 10.
+    cartpole = zoo.preset("DQN", "CartPole-v1")
+    assert (cartpole.n_timesteps, cartpole.published) == (50_000, 500.0)
+    assert {
+        k: cartpole.zoo[k] for k in ("learning_rate", "train_freq", "gradient_steps", "target_update_interval")
+    } == {
+        "learning_rate": 2.3e-3,
+        "train_freq": 256,
+        "gradient_steps": 128,
+        "target_update_interval": 10,
+    }
+    # hyperparams/td3.yml, Pendulum-v1 over SB3's TD3 defaults.
+    td3 = zoo.preset("TD3", "Pendulum-v1").settings
+    assert (td3["gamma"], td3["learning_starts"], td3["net_arch"], td3["batch_size"]) == (0.98, 10_000, (400, 300), 256)
+    # hyperparams/sac.yml: a fixed entropy coefficient on MountainCarContinuous, learned on Pendulum.
+    assert zoo.preset("SAC", "MountainCarContinuous-v0").kwargs["learn_alpha"] is False
+    assert zoo.preset("SAC", "Pendulum-v1").kwargs["learn_alpha"] is True
+
+
+def test_a_lin_clip_range_falls_to_zero_over_the_presets_budget():
+    preset = zoo.preset("PPO", "CartPole-v1")
+    assert preset.kwargs["clip_range"] == linear(0.2, 0.0, 100_000)
+    assert any("lin_0.001" in difference for difference in preset.differences)
+
+
+def test_overrides_go_over_the_preset():
+    agent = AGENTS["DQN"].from_zoo("CartPole-v1", learning_starts=0, double_q=True)
+    assert agent.agent_config.learning_starts == 0 and agent.agent_config.double_q
+    assert agent.agent_config.schedule.gradient_steps == 128
+
+
+def test_a_missing_preset_names_the_ones_that_exist():
+    with pytest.raises(ValueError, match=r"No Zoo preset for DQN on 'CartPole-v0'. Did you mean 'CartPole-v1'\?"):
+        zoo.preset("DQN", "CartPole-v0")
+    with pytest.raises(ValueError, match="The Zoo has no presets for AVG; presets exist for DQN, PPO, SAC, TD3"):
+        AGENTS["AVG"].from_zoo("Pendulum-v1")
