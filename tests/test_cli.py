@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import pytest
 
 from ajax import DQN, cli
 from ajax.checkpoint import restore_into
-from ajax.cli import chunk_targets, main
+from ajax.cli import agent_arguments, chunk_targets, main, parse_value
 from ajax.nonfinite import LOSSES, OBSERVATIONS, PARAMETERS, NonFinite, NonFiniteError
 
 SEEDS = 2
@@ -47,6 +48,8 @@ def tiny_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
                 str(SEEDS),
                 "--log-frequency",
                 str(LOG_FREQUENCY),
+                "--param",
+                "architecture=32,relu",
                 "--out",
                 str(out),
             ]
@@ -65,8 +68,9 @@ def test_run_writes_config_evaluations_and_curve(tiny_run):
     config = json.loads((out / "config.json").read_text())
     assert config["algo_name"] == "DQN"
     assert config["env_id"] == "CartPole-v1"
-    assert config["n_envs"] == 4
+    assert config["n_envs"] == 4 and config["architecture"] == [32, "relu"]
     assert config["cli"]["seeds"] == SEEDS and config["cli"]["log_frequency"] == LOG_FREQUENCY
+    assert config["cli"]["params"] == ["architecture=32,relu"] and config["cli"]["zoo"] is False
 
     rows = _jsonl(out)
     expected_timesteps = list(range(LOG_FREQUENCY, TIMESTEPS + 1, LOG_FREQUENCY))
@@ -104,7 +108,7 @@ def test_chunked_run_equals_one_call(tiny_run):
     from ajax.logging.wandb_logging import LoggingConfig
 
     _, _, out = tiny_run
-    agent = AGENTS["DQN"]("CartPole-v1", n_envs=4)
+    agent = AGENTS["DQN"]("CartPole-v1", n_envs=4, architecture=("32", "relu"))
     _, evaluations = agent.train(
         seed=list(range(SEEDS)),
         n_timesteps=TIMESTEPS,
@@ -157,6 +161,40 @@ def test_bad_numbers_are_usage_errors(capsys):
     assert "positive integer" in capsys.readouterr().err
     assert main(["train", "DQN", "CartPole-v1", "--timesteps", "10", "--log-frequency", "20"]) == 2
     assert "never evaluate" in capsys.readouterr().err
+
+
+def test_param_values_read_as_python_would_write_them():
+    assert parse_value("1e-3") == 0.001 and parse_value("64") == 64 and parse_value("-1") == -1
+    assert parse_value("true") is True and parse_value("False") is False and parse_value("none") is None
+    assert parse_value("64,relu,64,relu") == (64, "relu", 64, "relu") and parse_value("(64, 64)") == (64, 64)
+    assert parse_value("relu") == "relu"
+
+
+def test_params_go_over_the_zoo_preset_and_n_envs():
+    from ajax import DQN, zoo
+
+    kwargs = agent_arguments(DQN, "CartPole-v1", zoo=True, n_envs=2, params=["learning_rate=1e-3", "double-q=true"])
+    assert kwargs == {**zoo.preset("DQN", "CartPole-v1").kwargs, "n_envs": 2, "learning_rate": 1e-3, "double_q": True}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--param", "lr=1e-3"], "DQN takes no argument 'lr'; it takes n_envs, learning_rate, architecture"),
+        (["--param", "gamma"], "--param takes NAME=VALUE, got 'gamma'"),
+        (["--param", "gamma=1.5"], r"gamma must lie in \(0, 1\], got 1.5"),
+        (["--param", "architecture=64,swish,64"], "odd number of entries"),
+    ],
+)
+def test_a_bad_param_is_one_line_and_exit_2(argv, message, capsys):
+    assert main(["train", "DQN", "CartPole-v1", *argv]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and len(err.strip().splitlines()) == 1, err
+
+
+def test_zoo_without_a_preset_names_the_agents_that_have_them(capsys):
+    assert main(["train", "AVG", "Pendulum-v1", "--zoo"]) == 2
+    assert "The Zoo has no presets for AVG; presets exist for DQN, PPO, SAC, TD3" in capsys.readouterr().err
 
 
 def test_no_subcommand_prints_help(capsys):

@@ -49,6 +49,8 @@ N_CHUNKS = 20
 
 Row = dict[str, Any]
 
+DEFAULT_TIMESTEPS = 100_000
+
 
 # Arguments ------------------------------------------------------------------------------------------------
 def _positive_int(text: str) -> int:
@@ -85,9 +87,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--seeds", type=_positive_int, default=1, help="train seeds 0..N-1 (default: 1)")
     train.add_argument(
-        "--timesteps", type=_positive_int, default=100_000, help="environment steps per seed (default: 100000)"
+        "--timesteps",
+        type=_positive_int,
+        default=None,
+        help=f"environment steps per seed (default: {DEFAULT_TIMESTEPS}, or the --zoo preset's budget)",
     )
     train.add_argument("--n-envs", type=_positive_int, default=None, help="parallel envs (default: the agent's)")
+    train.add_argument(
+        "--zoo",
+        action="store_true",
+        help="start from the RL Baselines3 Zoo's tuned settings for AGENT on ENV_ID (ajax.zoo)",
+    )
+    train.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set one of the agent's arguments, over --zoo and --n-envs (repeatable): numbers, true/false, none, "
+        "and comma-separated tuples such as actor_architecture=64,relu,64,relu",
+    )
     train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/<AGENT>-<ENV_ID>-<timestamp>)")
     train.add_argument(
         "--log-frequency",
@@ -133,6 +151,61 @@ def build_parser() -> argparse.ArgumentParser:
         "--episodes", type=_positive_int, default=10, help="evaluation episodes per seed (default: 10)"
     )
     return parser
+
+
+def parse_value(text: str) -> Any:
+    """A `--param` value: a Python literal (1e-3, 64, True, (64, 64)), true/false/none, a comma-separated
+    tuple of such values, or else the text itself (an activation's name)."""
+    import ast
+
+    words = {"true": True, "false": False, "none": None}
+    if text.lower() in words:
+        return words[text.lower()]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        pass
+    if "," in text:
+        return tuple(parse_value(item.strip()) for item in text.split(",") if item.strip())
+    return text
+
+
+def agent_arguments(
+    agent_class: type[ActorCritic], env_id: str, *, zoo: bool, n_envs: int | None, params: Sequence[str]
+) -> dict[str, Any]:
+    """The constructor's keywords a command asks for: the Zoo preset, then --n-envs, then each --param.
+
+    Raises ValueError naming what is wrong: a malformed --param, a name the agent does not take
+    (with the names it takes), or an agent and env the Zoo has no preset for.
+    """
+    import inspect
+
+    from ajax import zoo as presets
+
+    kwargs = presets.preset(agent_class.name, env_id).kwargs if zoo else {}
+    if n_envs is not None:
+        kwargs["n_envs"] = int(n_envs)
+    accepted = [name for name in inspect.signature(agent_class.__init__).parameters if name not in ("self", "env_id")]
+    for pair in params:
+        name, equals, text = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if not equals or not name:
+            raise ValueError(f"--param takes NAME=VALUE, got {pair!r}.")
+        if name not in accepted:
+            raise ValueError(f"{agent_class.name} takes no argument {name!r}; it takes {', '.join(accepted)}.")
+        kwargs[name] = parse_value(text.strip())
+    return kwargs
+
+
+def build_agent(agent_name: str, env_id: str, cli: dict[str, Any]) -> ActorCritic:
+    """The agent a command's settings (or a run folder's saved ones) describe."""
+    from ajax.agents.registry import AGENTS
+
+    agent_class = AGENTS[agent_name]
+    kwargs = agent_arguments(
+        agent_class, env_id, zoo=bool(cli.get("zoo")), n_envs=cli.get("n_envs"), params=cli.get("params", [])
+    )
+    return agent_class(env_id, **kwargs)
 
 
 # Training in chunks ---------------------------------------------------------------------------------------
@@ -349,6 +422,7 @@ def _resumed_arguments(args: argparse.Namespace) -> str | None:
     args.tensorboard, args.wandb = cli.get("tensorboard", False), cli.get("wandb", False)
     args.wandb_mode = cli.get("wandb_mode", "online")
     args.on_nonfinite = cli.get("on_nonfinite", "warn")
+    args.zoo, args.param = cli.get("zoo", False), cli.get("params", [])
     args.out = run_dir
     return None
 
@@ -415,7 +489,11 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
     if cli["agent"] not in AGENTS:
         print(f"{args.run_dir / 'config.json'} names an unknown agent {cli['agent']!r}.", file=sys.stderr)
         return 2
-    agent = AGENTS[cli["agent"]](cli["env_id"], **({} if cli["n_envs"] is None else {"n_envs": cli["n_envs"]}))
+    try:
+        agent = build_agent(cli["agent"], cli["env_id"], cli)
+    except (ValueError, TypeError) as error:
+        print(f"{args.run_dir / 'config.json'} describes an agent that cannot be built: {error}", file=sys.stderr)
+        return 2
     seeds = list(range(int(cli["seeds"])))
     skeleton, _ = agent.train(seed=seeds, n_timesteps=0, total_timesteps=cli["timesteps"])
     try:
@@ -449,7 +527,18 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     if agent_name is None:
         print(f"Unknown agent {args.agent!r}. Available agents: {', '.join(AGENTS)}.", file=sys.stderr)
         return 2
-    total = int(args.timesteps)
+    if args.timesteps is not None:
+        total = int(args.timesteps)
+    elif args.zoo:
+        from ajax import zoo as presets
+
+        try:
+            total = presets.preset(agent_name, args.env_id).n_timesteps
+        except ValueError as error:
+            print(f"Cannot train {agent_name} on {args.env_id!r}: {error}", file=sys.stderr)
+            return 2
+    else:
+        total = DEFAULT_TIMESTEPS
     log_frequency = int(args.log_frequency) if args.log_frequency is not None else max(1, total // N_CHUNKS)
     if log_frequency > total:
         print(
@@ -457,10 +546,10 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
             file=sys.stderr,
         )
         return 2
-    agent_kwargs = {} if args.n_envs is None else {"n_envs": int(args.n_envs)}
+    settings = {"zoo": args.zoo, "n_envs": args.n_envs, "params": list(args.param)}
     try:
-        agent = AGENTS[agent_name](args.env_id, **agent_kwargs)
-    except ValueError as error:  # unknown env id, wrong action space, bad setting: the message says the fix
+        agent = build_agent(agent_name, args.env_id, settings)
+    except (ValueError, TypeError) as error:  # unknown env id or name, wrong action space, bad setting
         print(f"Cannot train {agent_name} on {args.env_id!r}: {error}", file=sys.stderr)
         return 2
 
@@ -486,6 +575,8 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
             "seeds": len(seeds),
             "timesteps": total,
             "n_envs": args.n_envs,
+            "zoo": args.zoo,
+            "params": list(args.param),
             "log_frequency": log_frequency,
             "num_episode_test": args.num_episode_test,
             "out": str(out),
