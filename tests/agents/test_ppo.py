@@ -105,7 +105,8 @@ def test_ppo_bootstraps_at_time_limits_not_terminals():
     assert value_twin == pytest.approx(TWIN_MC_VALUE, abs=0.5)
 
 
-@pytest.mark.learning
+# About 20 s: PPO's learning test in the default suite is the Zoo preset's (tests/test_zoo.py).
+@pytest.mark.slow
 def test_ppo_learns_cartpole():
     tanh64 = ("64", "tanh", "64", "tanh")
     agent = PPO(

@@ -1,0 +1,251 @@
+"""The learning table: every agent trained to a published budget (or its own calibrated one).
+
+Each check trains one agent on one task for its budget on several seeds (one compiled
+program, the seeds vmapped), evaluates every `budget // 10` steps and once more where the
+run ends, each time with `num_episode_test` greedy episodes, and appends one JSON line: the
+settings, each seed's final evaluation, their mean and spread, the curve (mean return per
+evaluation) and the published number beside it.
+The Zoo rows use `ajax.zoo`'s presets; an agent the Zoo does not cover runs the settings of its
+calibrated learning test (tests/agents/), which docs/agents.md describes.
+
+    JAX_PLATFORMS=cpu python benchmarks/learning_checks.py --out benchmarks/learning_checks.jsonl
+    python benchmarks/learning_checks.py --only DQN:CartPole-v1 --seeds 5 --out runs/dqn.jsonl
+    python benchmarks/learning_checks.py --table benchmarks/learning_checks.jsonl --plot docs/learning_curves.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from ajax import zoo
+from ajax.agents.registry import AGENTS
+from ajax.buffers import collect_dataset
+from ajax.logging.wandb_logging import LoggingConfig
+
+RETURN = "Eval/episodic mean reward"
+RELU64 = ("64", "relu", "64", "relu")
+TANH64 = ("64", "tanh", "64", "tanh")
+
+
+def cartpole_expert(obs: Any) -> Any:
+    """Push the cart towards where the pole is falling: DAgger's expert."""
+    return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(jnp.int32)
+
+
+def swing_up_expert(obs: Any) -> Any:
+    """Energy pumping, then a PD hold near the top (about -180 on Pendulum): IQL's data."""
+    cos, theta_dot = obs[..., 0], obs[..., 2]
+    theta = jnp.arctan2(obs[..., 1], cos)
+    pump = jnp.clip(0.5 * theta_dot * (15.0 - (0.5 * theta_dot**2 + 15.0 * cos)), -2.0, 2.0)
+    hold = jnp.clip(-(10.0 * theta + 2.0 * theta_dot), -2.0, 2.0)
+    return jnp.where(cos > 0.9, hold, pump)[..., None]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of the table: an agent, a task, its settings and budget, and what to expect."""
+
+    agent: str
+    env_id: str
+    n_timesteps: int
+    settings: str  # "zoo" for the preset, else a word for where the settings come from
+    kwargs: Callable[[], dict[str, Any]] = field(default=dict, repr=False)
+    published: float | None = None
+    target: float | None = None  # the issue's bar: the mean of the final evaluations at least this
+
+    @property
+    def name(self) -> str:
+        return f"{self.agent}:{self.env_id}"
+
+    def build(self) -> Any:
+        if self.settings == "zoo":
+            return AGENTS[self.agent].from_zoo(self.env_id, **self.kwargs())
+        return AGENTS[self.agent](self.env_id, **self.kwargs())
+
+
+def zoo_check(agent: str, env_id: str, target: float | None = None) -> Check:
+    preset = zoo.preset(agent, env_id)
+    return Check(agent, env_id, preset.n_timesteps, "zoo", published=preset.published, target=target)
+
+
+CHECKS = (
+    zoo_check("DQN", "CartPole-v1", target=475.0),
+    zoo_check("DQN", "Acrobot-v1", target=-100.0),
+    zoo_check("PPO", "CartPole-v1", target=500.0),
+    zoo_check("PPO", "Pendulum-v1"),
+    zoo_check("SAC", "Pendulum-v1", target=-200.0),
+    zoo_check("TD3", "Pendulum-v1", target=-200.0),
+    zoo_check("SAC", "MountainCarContinuous-v0", target=90.0),
+    Check("PQN", "CartPole-v1", 100_000, "calibrated"),
+    Check(
+        "REDQ",
+        "Pendulum-v1",
+        5_000,
+        "calibrated",
+        lambda: {"learning_starts": 500, "batch_size": 64, "actor_architecture": RELU64, "critic_architecture": RELU64},
+    ),
+    Check(
+        "ASAC",
+        "Pendulum-v1",
+        8_000,
+        "calibrated",
+        lambda: {"learning_starts": 1_000, "actor_architecture": RELU64, "critic_architecture": RELU64},
+    ),
+    Check(
+        "APO",
+        "Pendulum-v1",
+        40_960,
+        "calibrated",
+        lambda: {"n_envs": 4, "n_steps": 1024, "actor_architecture": TANH64, "critic_architecture": TANH64},
+    ),
+    Check("AVG", "Pendulum-v1", 300_000, "defaults"),
+    Check("UDRL", "CartPole-v1", 50_000, "defaults"),
+    Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_expert}),
+    Check(
+        "IQL",
+        "Pendulum-v1",
+        10_000,
+        "expert data",
+        lambda: {
+            "dataset": collect_dataset("Pendulum-v1", swing_up_expert, 20_000, seed=0),
+            "actor_architecture": RELU64,
+            "critic_architecture": RELU64,
+        },
+    ),
+)
+
+
+def run_check(check: Check, seeds: Sequence[int], num_episode_test: int) -> dict[str, Any]:
+    """Train `check` once on every seed and summarise its evaluations."""
+    agent = check.build()
+    log_frequency = max(check.n_timesteps // 10, 1)
+    started = time.perf_counter()
+    state, evaluations = agent.train(
+        seed=list(seeds),
+        n_timesteps=check.n_timesteps,
+        num_episode_test=num_episode_test,
+        logging_config=LoggingConfig(log_frequency=log_frequency),
+    )
+    wall = time.perf_counter() - started
+    # The final evaluation is the state the run ends in, as the Zoo's benchmark evaluates it.
+    finals = np.asarray(agent.evaluate(state, num_episode_test=num_episode_test)[RETURN])
+    end = int(np.asarray(state.collector_state.timestep)[0])
+    returns, timesteps = np.asarray(evaluations[RETURN]), np.asarray(evaluations["timestep"])
+    filled = timesteps[0] >= 0
+    return {
+        "agent": check.agent,
+        "env_id": check.env_id,
+        "settings": check.settings,
+        "n_timesteps": check.n_timesteps,
+        "seeds": list(seeds),
+        "num_episode_test": num_episode_test,
+        "final_returns": [round(float(x), 2) for x in finals],
+        "mean": round(float(finals.mean()), 2),
+        "std": round(float(finals.std()), 2),
+        "published": check.published,
+        "target": check.target,
+        "seeds_at_target": None if check.target is None else int((finals >= check.target).sum()),
+        "curve": {
+            "timestep": [int(t) for t in timesteps[0][filled]] + [end],
+            "mean": [round(float(x), 2) for x in returns[:, filled].mean(axis=0)] + [round(float(finals.mean()), 2)],
+        },
+        "wall_s": round(wall, 1),
+    }
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def latest(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last row of each (agent, env, settings): a rerun replaces the earlier result."""
+    kept: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in rows:
+        kept[(row["agent"], row["env_id"], row["settings"])] = row
+    return list(kept.values())
+
+
+def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
+    lines = [
+        "| agent | task | settings | budget | seeds | final return, mean ± std | at target | published |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in latest(rows):
+        at_target = "" if row["target"] is None else f"{row['seeds_at_target']}/{len(row['seeds'])} ≥ {row['target']:g}"
+        published = "" if row["published"] is None else f"{row['published']:g}"
+        lines.append(
+            f"| {row['agent']} | {row['env_id']} | {row['settings']} | {row['n_timesteps']:,} | {len(row['seeds'])} "
+            f"| {row['mean']:.1f} ± {row['std']:.1f} | {at_target} | {published} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = latest(rows)
+    columns = 4
+    figure, axes = plt.subplots(
+        math.ceil(len(rows) / columns), columns, figsize=(4 * columns, 3 * math.ceil(len(rows) / columns))
+    )
+    for axis, row in zip(np.ravel(axes), rows, strict=False):
+        axis.plot(row["curve"]["timestep"], row["curve"]["mean"])
+        if row["published"] is not None:
+            axis.axhline(row["published"], color="grey", linestyle="--", linewidth=1)
+        axis.set_title(f"{row['agent']} {row['env_id']} ({row['settings']})", fontsize=9)
+        axis.tick_params(labelsize=7)
+    for axis in np.ravel(axes)[len(rows) :]:
+        axis.axis("off")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="*", default=None, help="AGENT:ENV_ID checks to run (default: all)")
+    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per check (default: 5)")
+    parser.add_argument("--num-episode-test", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=None, help="append one JSON line per check here")
+    parser.add_argument("--table", type=Path, default=None, help="print the markdown table of this JSONL")
+    parser.add_argument("--plot", type=Path, default=None, help="with --table: write the curves here")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.table is not None:
+        rows = read_rows(args.table)
+        print(markdown_table(rows))
+        if args.plot is not None:
+            plot_curves(rows, args.plot)
+        return 0
+    checks = [check for check in CHECKS if args.only is None or check.name in args.only]
+    unknown = set(args.only or ()) - {check.name for check in CHECKS}
+    if unknown:
+        print(f"Unknown checks {sorted(unknown)}; known: {[check.name for check in CHECKS]}", file=sys.stderr)
+        return 2
+    for check in checks:
+        row = run_check(check, range(args.seeds), args.num_episode_test)
+        print(json.dumps(row), flush=True)
+        if args.out is not None:
+            with args.out.open("a") as file:
+                file.write(json.dumps(row) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
