@@ -207,6 +207,7 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
         if row["published"] is not None:
             axis.axhline(row["published"], color="grey", linestyle="--", linewidth=1)
         axis.set_title(f"{row['agent']} {row['env_id']} ({row['settings']})", fontsize=9)
+        axis.set_xlabel("env steps (mean return over seeds; dashed: published)", fontsize=7)
         axis.tick_params(labelsize=7)
     for axis in np.ravel(axes)[len(rows) :]:
         axis.axis("off")

@@ -14,7 +14,7 @@ from ajax.agents.DQN.core import (
     td_loss,
 )
 from ajax.agents.DQN.state import DQNConfig
-from ajax.agents.loop import RunSettings, TrainLoop, critic_step
+from ajax.agents.loop import RunSettings, TrainLoop, critic_step, when
 from ajax.buffers import ReplayBuffer
 from ajax.environments.interaction import Transition, epsilon_greedy, explore_pipeline, init_collector
 from ajax.evaluate import greedy_q_evaluation
@@ -85,9 +85,14 @@ def make_train(
         """Before a round's updates: the refreshes of the ticks it collected, during which the
         parameters did not move."""
         crossed = refresh_crossings(state.collector_state.timestep // env_args.n_envs, round_ticks, refresh_every)
-        critic = state.critic_state
-        target = refreshed_target(critic.params, critic.target_params, config.tau, crossed)
-        return state.replace(critic_state=critic.replace(target_params=target))
+
+        def apply(state: BaseAgentState) -> tuple[BaseAgentState, tuple]:
+            critic = state.critic_state
+            target = refreshed_target(critic.params, critic.target_params, config.tau, crossed)
+            return state.replace(critic_state=critic.replace(target_params=target)), ()
+
+        # A branch on the unbatched timestep: the rounds that cross no refresh point skip it.
+        return when(crossed > 0, apply, state)[0]
 
     def bootstrap(state: BaseAgentState, next_obs: jax.Array, reward: jax.Array, terminated: jax.Array):
         next_q = q_network.apply(state.critic_state.target_params, next_obs)
