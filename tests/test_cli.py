@@ -206,6 +206,7 @@ def test_no_subcommand_prints_help(capsys):
 def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_path):
     """SIGKILL at the first checkpoint, `--resume`, and the run ends byte for byte where one run ends."""
     run = ["train", "DQN", "CartPole-v1", "--timesteps", "20000", "--n-envs", "4", "--log-frequency", "1000"]
+    run += ["--param", "architecture=32,relu"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     with contextlib.redirect_stdout(io.StringIO()):
         assert main([*run, "--out", str(whole)]) == 0
@@ -221,7 +222,9 @@ def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_p
         time.sleep(0.005)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    skeleton, _ = DQN("CartPole-v1", n_envs=4).train(seed=[0], n_timesteps=0, total_timesteps=20_000)
+    skeleton, _ = DQN("CartPole-v1", n_envs=4, architecture=("32", "relu")).train(
+        seed=[0], n_timesteps=0, total_timesteps=20_000
+    )
     reached = int(restore_into(skeleton, killed / "checkpoint.ckpt").collector_state.timestep[0])
     assert reached < 20_000  # the kill interrupted the run
 

@@ -113,23 +113,29 @@ AGENTS = {
     ),
 }
 TOTAL, HALF, LOG = 512, 200, 128  # HALF on no on-policy rollout's boundary, nor LOG's
+# The evaluations' continuity is the shared loop's: checked on one agent of each way of
+# collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels). The
+# others' runs go unlogged, which compiles a third less.
+LOGGED = frozenset({"PPO", "SAC", "IQL", "UDRL", "DAgger"})
+
+
+def logging_for(name: str) -> LoggingConfig | None:
+    return LoggingConfig(log_frequency=LOG) if name in LOGGED else None
 
 
 @pytest.fixture(scope="module", params=sorted(AGENTS))
 def full_run(request):
     name = request.param
     agent = AGENTS[name]()
-    state, evaluations = agent.train(seed=[0, 1], n_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG))
+    state, evaluations = agent.train(seed=[0, 1], n_timesteps=TOTAL, logging_config=logging_for(name))
     return name, agent, state, evaluations
 
 
 def test_same_seed_same_result(full_run):
-    _, agent, state, evaluations = full_run
-    again, evaluations_again = agent.train(
-        seed=[0, 1], n_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
-    )
+    name, agent, state, evaluations = full_run
+    again, evaluations_again = agent.train(seed=[0, 1], n_timesteps=TOTAL, logging_config=logging_for(name))
     assert_same_state(state, again)
-    for key in evaluations:
+    for key in evaluations or ():
         np.testing.assert_array_equal(evaluations[key], evaluations_again[key])
     # ...and different seeds differ.
     params = jax.tree.leaves((state.critic_state or state.actor_state).params)[0]  # UDRL has no critic
@@ -139,7 +145,7 @@ def test_same_seed_same_result(full_run):
 def test_a_run_split_in_two_equals_one_call(full_run):
     name, _, state, evaluations = full_run
     first, first_evaluations = AGENTS[name]().train(
-        seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL, logging_config=LoggingConfig(log_frequency=LOG)
+        seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL, logging_config=logging_for(name)
     )
     rollout = AGENTS[name]().rollout_steps()
     # HALF is no rollout boundary: an on-policy first leg runs its last rollout whole.
@@ -150,12 +156,14 @@ def test_a_run_split_in_two_equals_one_call(full_run):
         n_timesteps=TOTAL - HALF,
         initial_state=first,
         total_timesteps=TOTAL,
-        logging_config=LoggingConfig(log_frequency=LOG),
+        logging_config=logging_for(name),
     )
     # A fresh call and a resumed one run the same compiled program: the split run is exact.
     assert_same_state(state, second)
     # The evaluations continue: the two halves' rows are the uninterrupted run's rows, at
     # the same timesteps.
+    if evaluations is None:
+        return
     joined = {key: np.concatenate([first_evaluations[key], second_evaluations[key]], axis=1) for key in evaluations}
     filled, joined_filled = evaluations["timestep"][0] >= 0, joined["timestep"][0] >= 0
     assert evaluations["timestep"][0][filled].tolist() == list(range(LOG, TOTAL + 1, LOG))  # the horizon's row too
