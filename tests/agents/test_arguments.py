@@ -246,12 +246,23 @@ class RewardPerAction(BestAction):
         return super().reward(action).reshape(1)
 
 
-@pytest.mark.parametrize("name", ["DQN", "PPO"])
+# One agent of each family: replay, on-policy, incremental, imitation, offline.
+CUSTOM_ENV_USERS = {
+    "DQN": lambda env: AGENTS["DQN"](env),
+    "PPO": lambda env: AGENTS["PPO"](env),
+    "AVG": lambda env: AGENTS["AVG"](env),
+    "DAgger": lambda env: AGENTS["DAgger"](env, expert_policy=lambda obs: jnp.zeros(obs.shape[0], jnp.int32)),
+    "IQL": lambda env: AGENTS["IQL"](env, dataset=tiny_dataset()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CUSTOM_ENV_USERS))
 def test_a_custom_envs_observations_must_match_its_declared_space(name):
+    continuous = AGENTS[name].continuous is True
     with pytest.raises(ValueError, match=r"reset returns observations of shape \(1,\), but its observation_space"):
-        AGENTS[name](DeclaresTwoObservations())
+        CUSTOM_ENV_USERS[name](DeclaresTwoObservations(continuous=continuous))
     with pytest.raises(ValueError, match=r"returns a reward of shape \(1,\); .* must be a scalar"):
-        AGENTS[name](RewardPerAction())
+        CUSTOM_ENV_USERS[name](RewardPerAction(continuous=continuous))
 
 
 def zero_state(agent, n_seeds: int = 2):
