@@ -20,6 +20,18 @@ from typing import Any
 
 from ajax.schedule import linear
 
+# What Stable-Baselines3's SAC and TD3 share by default.
+ACTOR_CRITIC_DEFAULTS: Mapping[str, Any] = {
+    "n_envs": 1,
+    "buffer_size": 1_000_000,
+    "learning_starts": 100,
+    "batch_size": 256,
+    "tau": 0.005,
+    "gamma": 0.99,
+    "train_freq": 1,
+    "gradient_steps": 1,
+    "net_arch": (256, 256),
+}
 # Stable-Baselines3's constructor defaults (and its MlpPolicy's layers), which a Zoo entry
 # overrides; only the settings Ajax's agents can express.
 SB3_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
@@ -40,34 +52,14 @@ SB3_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
         "max_grad_norm": 10.0,
         "net_arch": (64, 64),
     },
-    "SAC": {
-        "n_envs": 1,
-        "learning_rate": 3e-4,
-        "buffer_size": 1_000_000,
-        "learning_starts": 100,
-        "batch_size": 256,
-        "tau": 0.005,
-        "gamma": 0.99,
-        "train_freq": 1,
-        "gradient_steps": 1,
-        "ent_coef": "auto",
-        "net_arch": (256, 256),
-    },
+    "SAC": {**ACTOR_CRITIC_DEFAULTS, "learning_rate": 3e-4, "ent_coef": "auto"},
     "TD3": {
-        "n_envs": 1,
+        **ACTOR_CRITIC_DEFAULTS,
         "learning_rate": 1e-3,
-        "buffer_size": 1_000_000,
-        "learning_starts": 100,
-        "batch_size": 256,
-        "tau": 0.005,
-        "gamma": 0.99,
-        "train_freq": 1,
-        "gradient_steps": 1,
         "policy_delay": 2,
         "target_policy_noise": 0.2,
         "target_noise_clip": 0.5,
         "noise_std": 0.1,
-        "net_arch": (256, 256),
     },
     "PPO": {
         "n_envs": 1,
