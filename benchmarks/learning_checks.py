@@ -44,12 +44,14 @@ def cartpole_expert(obs: Any) -> Any:
 
 
 def swing_up_expert(obs: Any) -> Any:
-    """Energy pumping, then a PD hold near the top (about -180 on Pendulum): IQL's data."""
-    cos, theta_dot = obs[..., 0], obs[..., 2]
-    theta = jnp.arctan2(obs[..., 1], cos)
-    pump = jnp.clip(0.5 * theta_dot * (15.0 - (0.5 * theta_dot**2 + 15.0 * cos)), -2.0, 2.0)
-    hold = jnp.clip(-(10.0 * theta + 2.0 * theta_dot), -2.0, 2.0)
-    return jnp.where(cos > 0.9, hold, pump)[..., None]
+    """IQL's data (tests/agents/test_iql.py): energy pumping, u = -0.1 E theta_dot with E = 0
+    upright at rest, blended into a PD hold near the top by ((1 + cos theta) / 2)^4."""
+    cos, sin, theta_dot = obs[..., 0], obs[..., 1], obs[..., 2]
+    theta = jnp.arctan2(sin, cos)
+    energy = 0.5 * theta_dot**2 + 15.0 * (cos - 1.0)
+    height = ((1.0 + cos) / 2.0) ** 4
+    torque = height * -(10.0 * theta + 2.0 * theta_dot) + (1.0 - height) * (-0.1 * energy * theta_dot)
+    return jnp.clip(torque, -2.0, 2.0)[..., None]
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,14 @@ CHECKS = (
         "Pendulum-v1",
         40_960,
         "calibrated",
-        lambda: {"n_envs": 4, "n_steps": 1024, "actor_architecture": TANH64, "critic_architecture": TANH64},
+        lambda: {
+            "n_envs": 4,
+            "n_steps": 256,
+            "actor_learning_rate": 1e-3,
+            "critic_learning_rate": 1e-3,
+            "actor_architecture": TANH64,
+            "critic_architecture": TANH64,
+        },
     ),
     Check("AVG", "Pendulum-v1", 300_000, "defaults"),
     Check("UDRL", "CartPole-v1", 50_000, "defaults"),
