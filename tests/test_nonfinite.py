@@ -23,8 +23,9 @@ class NaNObservationAtStep3(EndlessReward):
         return jnp.where(state.time == 3, jnp.nan, obs), state, reward, terminated, info
 
 
-def sac(env="Pendulum-v1", **kwargs):
-    return SAC(
+def sac(env="Pendulum-v1", agent=SAC, **kwargs):
+    """A tiny replay actor-critic (SAC, or `agent` of the same arguments), learning from step 8."""
+    return agent(
         env,
         n_envs=1,
         learning_starts=8,
@@ -73,15 +74,7 @@ def test_an_expert_answering_nan_poisons_the_loss_and_is_reported():
 
 def test_a_healthy_run_says_nothing_and_a_bad_setting_is_refused():
     """TD3's delayed actor fills the metrics of the steps it skips with NaN: that is no fault."""
-    td3 = TD3(
-        "Pendulum-v1",
-        n_envs=1,
-        learning_starts=8,
-        batch_size=8,
-        buffer_size=64,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    )
+    td3 = sac(agent=TD3)
     with warnings.catch_warnings():
         warnings.simplefilter("error", NonFiniteWarning)
         for agent in (ppo(), td3):

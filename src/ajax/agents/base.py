@@ -21,7 +21,8 @@ import numpy as np
 
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
-from ajax.environments.create import check_action_space, is_count, prepare_env
+from ajax.checks import is_count, require_finite_positive, require_in_interval
+from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.utils import ExpertInAgentUnits
@@ -52,42 +53,6 @@ def shared_arguments(
     signature = inspect.signature(parent if parent is not None else ActorCritic.__init__)
     names = [name for name in signature.parameters if name != "self"]
     return {name: overrides[name] if name in overrides else config[name] for name in names}
-
-
-def _is_number(value: Any) -> bool:
-    """A real number that is not a bool: `True` is no rate, scale or coefficient."""
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
-
-
-def require_counts(minimum: int = 1, /, **values: Any) -> None:
-    """Refuse, at construction, a count that is not an integer (`True` included) of at least `minimum`, naming it."""
-    accepted = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-    for label, value in values.items():
-        if not is_count(value) or value < minimum:
-            raise ValueError(f"{label} must be {accepted}, got {value!r}.")
-
-
-def require_finite_positive(**values: Any) -> None:
-    """Refuse a rate, a norm or a scale that is not a finite number above 0, naming it."""
-    for label, value in values.items():
-        if not _is_number(value) or not 0 < value < np.inf:
-            raise ValueError(f"{label} must be a finite number above 0, got {value!r}.")
-
-
-def require_in_interval(interval: str, /, **values: Any) -> None:
-    """Refuse a number outside `interval`, written as the message shows it: "(0, 1]", "[0, inf)".
-
-    One spelling for the fractions, mixing rates and coefficients every agent takes; NaN lies
-    in no interval, and an infinite end admits only the finite numbers on its side.
-    """
-    low, high = (float(end) for end in interval[1:-1].split(","))
-    for label, value in values.items():
-        inside = _is_number(value) and (
-            (low < value if interval[0] == "(" else low <= value)
-            and (value < high if interval[-1] == ")" else value <= high)
-        )
-        if not inside:
-            raise ValueError(f"{label} must lie in {interval}, got {value!r}.")
 
 
 def field_names(batch_class: type) -> frozenset[str]:

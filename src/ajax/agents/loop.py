@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import optax
 
 from ajax import nonfinite
-from ajax.environments.create import is_count
+from ajax.checks import is_count, require_counts
 from ajax.environments.interaction import ActionPipeline, Transition, collect_experience
 from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
 from ajax.extensions import ExtensionStack
@@ -130,8 +130,7 @@ class UpdateSchedule:
     gradient_steps: int = 1
 
     def __post_init__(self) -> None:
-        if not is_count(self.train_freq) or self.train_freq < 1:
-            raise ValueError(f"train_freq must be a positive integer, got {self.train_freq!r}.")
+        require_counts(train_freq=self.train_freq)
         if not is_count(self.gradient_steps) or not (self.gradient_steps >= 1 or self.gradient_steps == -1):
             raise ValueError(
                 f"gradient_steps must be a positive integer or -1 (one update per env step collected), got "

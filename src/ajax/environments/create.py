@@ -16,9 +16,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from gymnax.environments import environment, spaces
 
+from ajax.checks import require_counts
 from ajax.environments.brax_like import make_brax, make_playground
 from ajax.environments.ids import (
     PACKAGES,
@@ -69,11 +69,6 @@ class ActionRepeat(Wrapper):
     @property
     def name(self) -> str:
         return f"ActionRepeat({self.env.name}, {self.repeat})"
-
-
-def is_count(value: Any) -> bool:
-    """An integer that is not a bool: `True` is no count of anything."""
-    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
 
 
 def _check_custom_env(env: Any) -> None:
@@ -200,9 +195,7 @@ def prepare_env(
     counts = {"n_envs": n_envs, "action_repeat": action_repeat}
     if episode_length is not None:
         counts["episode_length"] = episode_length
-    for label, value in counts.items():
-        if not is_count(value) or value < 1:
-            raise ValueError(f"{label} must be a positive integer, got {value!r}.")
+    require_counts(**counts)
     if isinstance(env_id, type):
         raise TypeError(
             f"env_id is the class {env_id.__name__}; pass an instance, e.g. {env_id.__name__}(), or an env id string."

@@ -127,10 +127,8 @@ class ExpertInAgentUnits:
 
 def _expert_answer(expert: Callable[..., Any], obs: jax.Array) -> jax.Array:
     """The expert's actions, env units, for a batch of raw observations (a stateful one from its start)."""
-    if isinstance(expert, StatefulExpert):
-        start = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (obs.shape[0], *jnp.shape(leaf))), expert.init_state())
-        return jax.vmap(expert)(obs, start)[0]
-    return expert(obs)
+    in_env_units = ExpertInAgentUnits(expert)  # no box given: its answers pass through unconverted
+    return in_env_units.act(obs, in_env_units.init_state(obs.shape[0]))[0]
 
 
 def check_expert_answer(expert: Callable[..., Any], env_args: EnvironmentConfig, batch: int = 4) -> None:

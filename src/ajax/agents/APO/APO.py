@@ -8,16 +8,10 @@ from typing import Any, ClassVar
 
 from ajax.agents.APO.state import APOConfig
 from ajax.agents.APO.train_APO import make_train
-from ajax.agents.base import (
-    ActorCritic,
-    expert_in_agent_units,
-    field_names,
-    require_in_interval,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, expert_in_agent_units, field_names, run_config, shared_arguments
 from ajax.agents.PPO.PPO import check_clipped_epochs
 from ajax.agents.PPO.train_PPO import Minibatch
+from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule
 

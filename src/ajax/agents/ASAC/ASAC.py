@@ -7,8 +7,9 @@ from typing import Any, ClassVar
 
 from ajax.agents.ASAC.state import ASACConfig
 from ajax.agents.ASAC.train_ASAC import make_train
-from ajax.agents.base import require_in_interval, run_config, shallow_fields, shared_arguments
+from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.SAC import SAC
+from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.extensions.ibrl import IBRLTargets
 

@@ -8,7 +8,8 @@ from typing import Any, ClassVar
 
 from ajax.agents.AVG.state import AVGConfig
 from ajax.agents.AVG.train_AVG import make_train
-from ajax.agents.base import ActorCritic, expert_in_agent_units, require_in_interval, run_config, shared_arguments
+from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 
 

@@ -5,17 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import (
-    ActorCritic,
-    field_names,
-    require_counts,
-    require_finite_positive,
-    require_in_interval,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
 from ajax.agents.DAgger.state import DAggerConfig, Labelled
 from ajax.agents.DAgger.train_DAgger import make_train
+from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
 from ajax.extensions import LOOP_PHASES, Extension
 

@@ -5,18 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import (
-    ActorCritic,
-    require_counts,
-    require_finite_positive,
-    require_in_interval,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
 from ajax.agents.loop import UpdateSchedule
 from ajax.buffers import ReplayBuffer
+from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 
 

@@ -5,17 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import (
-    ActorCritic,
-    require_counts,
-    require_finite_positive,
-    require_in_interval,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, run_config, shared_arguments
 from ajax.agents.IQL.state import IQLConfig
 from ajax.agents.IQL.train_IQL import make_train
 from ajax.buffers.dataset import Dataset, check_dataset
+from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.state import OptimizerConfig
 

@@ -5,16 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import (
-    ActorCritic,
-    field_names,
-    require_counts,
-    require_in_interval,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
 from ajax.agents.PPO.state import PPOConfig
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
+from ajax.checks import require_counts, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule, check_schedule
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import require_counts, run_config, shallow_fields, shared_arguments
+from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.REDQ.state import REDQConfig
 from ajax.agents.REDQ.train_REDQ import make_train
 from ajax.agents.SAC import SAC
+from ajax.checks import require_counts
 from ajax.extensions import LOOP_PHASES, Extension
 
 

@@ -5,19 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import (
-    ActorCritic,
-    expert_in_agent_units,
-    require_counts,
-    require_finite_positive,
-    require_in_interval,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
+from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.deprecation import warn_inert
 from ajax.extensions import LOOP_PHASES, Extension
 

@@ -5,18 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import (
-    ActorCritic,
-    expert_in_agent_units,
-    require_counts,
-    require_in_interval,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
+from ajax.checks import require_counts, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule, check_schedule
 

@@ -6,16 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import (
-    ActorCritic,
-    field_names,
-    require_counts,
-    require_finite_positive,
-    run_config,
-    shared_arguments,
-)
+from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
 from ajax.agents.UDRL.state import UDRLConfig
 from ajax.agents.UDRL.train_UDRL import RelabelledBatch, make_train
+from ajax.checks import require_counts, require_finite_positive
 from ajax.extensions import LOOP_PHASES, Extension
 
 
