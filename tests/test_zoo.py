@@ -111,16 +111,25 @@ def test_the_ppo_cartpole_preset_learns_on_a_small_budget():
     assert scores.mean() >= 300 and scores.min() >= 150, scores
 
 
+@pytest.mark.learning
+def test_the_sac_mountain_car_preset_climbs_the_hill_with_gsde_on_a_small_budget():
+    """SAC's learning test for the Zoo presets, and gSDE's: without it no seed reaches the flag.
+
+    Calibration (2026-12-01): the preset's 50k steps, seeds 0-4: 95.6, 95.7, 95.6, 94.7, 95.1
+    (with Ajax's white Gaussian noise, 0 on every seed: the car learns to stand still). At
+    5,000 steps, greedy returns from the final state: seeds 0-2 95.9, -4.6, 96.2; seeds 3-5
+    96.8, 36.1, 92.6. Threshold: two seeds of three at 90 (the flag), mean >= 50.
+    """
+    scores = final_returns(AGENTS["SAC"].from_zoo("MountainCarContinuous-v0"), 5_000, range(3))
+    assert (scores >= 90).sum() >= 2 and scores.mean() >= 50, scores
+
+
 # The issue's targets: the published budget, 5 seeds, at least 4 of them at the bar.
-MISSED = pytest.mark.xfail(
-    reason="2026-12-01: 3 of 5 seeds at 475 (500, 79, 115, 485, 500) at the run's end; docs/agents.md, the learning "
-    "table, lists what was compared with the Zoo's DQN and what is still to compare",
-    strict=False,
-)
 TARGETS = [
-    pytest.param("DQN", "CartPole-v1", 475.0, marks=MISSED, id="DQN-CartPole-v1"),
+    pytest.param("DQN", "CartPole-v1", 475.0, id="DQN-CartPole-v1"),
     pytest.param("SAC", "Pendulum-v1", -200.0, id="SAC-Pendulum-v1"),
     pytest.param("TD3", "Pendulum-v1", -200.0, id="TD3-Pendulum-v1"),
+    pytest.param("SAC", "MountainCarContinuous-v0", 90.0, id="SAC-MountainCarContinuous-v0"),
 ]
 
 

@@ -52,7 +52,7 @@ SB3_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
         "max_grad_norm": 10.0,
         "net_arch": (64, 64),
     },
-    "SAC": {**ACTOR_CRITIC_DEFAULTS, "learning_rate": 3e-4, "ent_coef": "auto"},
+    "SAC": {**ACTOR_CRITIC_DEFAULTS, "learning_rate": 3e-4, "ent_coef": "auto", "use_sde": False, "log_std_init": -3.0},
     "TD3": {
         **ACTOR_CRITIC_DEFAULTS,
         "learning_rate": 1e-3,
@@ -131,6 +131,8 @@ def _sac(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
         "alpha_init": float(ent_coef.split("_")[1]) if learned and "_" in ent_coef else (1.0 if learned else ent_coef),
         "actor_architecture": architecture,
         "critic_architecture": architecture,
+        "use_sde": bool(settings["use_sde"]),
+        **({"log_std_init": float(settings["log_std_init"])} if settings["use_sde"] else {}),
     }
 
 
@@ -168,7 +170,7 @@ def _ppo(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
 TRANSLATIONS = {"DQN": _dqn, "SAC": _sac, "TD3": _td3, "PPO": _ppo}
 
 ANNEALED_RATE = "learning_rate lin_{x}: held at {x} (Ajax's learning rates are constant)"
-NO_GSDE = "use_sde: Ajax's Gaussian policies explore with a state-independent noise, not gSDE"
+NO_GSDE = "use_sde: Ajax's PPO explores with a state-independent Gaussian noise, not gSDE"
 
 PRESETS: Mapping[tuple[str, str], Preset] = MappingProxyType(
     {
@@ -245,10 +247,11 @@ PRESETS: Mapping[tuple[str, str], Preset] = MappingProxyType(
                     "gamma": 0.9999,
                     "tau": 0.01,
                     "learning_starts": 0,
+                    "use_sde": True,
+                    "log_std_init": -3.67,
                     "net_arch": (64, 64),
                 },
                 published=95.0,
-                differences=(NO_GSDE, "log_std_init -3.67: Ajax's actor learns its log-std from its initialisation"),
             ),
             Preset(
                 "TD3",

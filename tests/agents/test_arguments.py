@@ -120,6 +120,7 @@ MISTAKES = [
     ("alpha_init", INF, ABOVE_0),
     ("target_entropy", NAN, r"lie in \(-inf, inf\)"),
     ("target_entropy", "-1", r"lie in \(-inf, inf\)"),
+    ("log_std_init", NAN, r"lie in \(-inf, inf\)"),
     ("target_policy_noise", -0.1, AT_LEAST_0),
     ("target_noise_clip", NAN, AT_LEAST_0),
     ("theta_learning_rate", 1.5, UNIT_ABOVE_0),

@@ -13,7 +13,8 @@ import pytest
 
 from ajax import SAC
 from ajax.agents.SAC.core import polyak, soft_policy_loss, soft_q_target, temperature_loss
-from ajax.networks.actor_critic import QEnsemble, SquashedGaussianActor
+from ajax.agents.SAC.train_SAC import SoftActorCritic
+from ajax.networks.actor_critic import QEnsemble, SquashedGaussianActor, StateDependentNoiseActor
 from tests.conftest import first_seed, last_returns
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward, TerminalTwin
 
@@ -92,6 +93,47 @@ def test_sac_bootstraps_at_time_limits_not_terminals():
     q_twin = sac_q(twin, twin.train(seed=0, n_timesteps=6000)[0], 0.0)
     assert q_endless == pytest.approx(10.0, abs=1.0)
     assert q_twin == pytest.approx(TWIN_TD_VALUE, abs=0.5)
+
+
+def soft_actor_critic(agent: SAC) -> SoftActorCritic:
+    return SoftActorCritic(
+        agent.env_args,
+        agent.network_args,
+        agent.actor_optimizer_args,
+        agent.critic_optimizer_args,
+        agent.agent_config,
+        agent.extensions,
+    )
+
+
+def test_gsde_holds_its_noise_for_a_round_and_redraws_it_before_the_updates():
+    """gSDE (use_sde=True): within a round the action is a function of the state; a redraw changes it."""
+    parts = soft_actor_critic(sac("Pendulum-v1", n_envs=2, learning_starts=0, use_sde=True, log_std_init=-1.0))
+    state = parts.init(jax.random.PRNGKey(0))
+    assert state.exploration_noise.shape == (2, 32, 1)  # one draw per env copy: features x actions
+    obs = state.collector_state.last_obs
+    first, _ = parts.pipeline(state, obs, jax.random.PRNGKey(1))
+    again, _ = parts.pipeline(state, obs, jax.random.PRNGKey(2))
+    np.testing.assert_array_equal(first, again)
+    pi = parts.policy(state, obs)
+    np.testing.assert_allclose(first, pi.explore(state.exploration_noise), rtol=1e-6)
+    redrawn, _ = parts.pipeline(parts.redraw_noise(state), obs, jax.random.PRNGKey(1))
+    assert not np.allclose(first, redrawn)
+
+
+def test_an_initial_log_std_without_gsde_is_refused():
+    with pytest.raises(ValueError, match="log_std_init sets gSDE's initial noise scale: pass use_sde=True"):
+        SAC("Pendulum-v1", log_std_init=-2.0)
+
+
+def test_sac_with_gsde_finds_the_best_action():
+    """A fixed small temperature: the soft-optimal mode is then the best action itself.
+    Seed 2 is the one a hard clip of the mean (Stable-Baselines3's) froze at tanh(2)."""
+    agent = sac(BestAction(continuous=True), use_sde=True, alpha_init=0.01, learn_alpha=False)
+    state, _ = agent.train(seed=2, n_timesteps=4096)
+    actor = StateDependentNoiseActor(agent.network_args.actor_architecture, 1)
+    mode = float(actor.apply(first_seed(state).actor_state.params, OBS).mode()[0, 0])
+    assert mode == pytest.approx(0.5, abs=0.15)
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ajax.networks.initializers import orthogonal
+from ajax.networks.mlp import MLP
 
 
 @pytest.mark.parametrize("shape", [(4, 64), (64, 64), (64, 2), (256, 256), (3, 1)])
@@ -26,3 +27,13 @@ def test_matches_the_sign_corrected_qr_of_the_same_gaussian():
 def test_different_keys_give_different_matrices():
     a, b = (orthogonal()(jax.random.PRNGKey(k), (8, 8)) for k in (0, 1))
     assert not np.allclose(a, b)
+
+
+def test_fan_in_uniform_layers_start_as_torchs_default():
+    """Weights and biases in U(-1/sqrt(fan_in), 1/sqrt(fan_in)), spread over the whole range."""
+    params = MLP(("256", "relu", "64", "relu"), fan_in_uniform=True).init(jax.random.PRNGKey(0), jnp.zeros((1, 16)))
+    for name, fan_in in (("Dense_0", 16), ("Dense_1", 256)):
+        for leaf in params["params"][name].values():
+            bound = 1.0 / np.sqrt(fan_in)
+            assert float(jnp.max(jnp.abs(leaf))) <= bound
+            assert float(jnp.max(leaf)) > 0.8 * bound and float(jnp.min(leaf)) < -0.8 * bound

@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.networks.distributions import Squash
+from ajax.networks.distributions import Squash, StateDependentSquash
 from ajax.networks.initializers import orthogonal
-from ajax.networks.mlp import MLP
+from ajax.networks.mlp import MLP, dense
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 
@@ -59,6 +59,31 @@ class SquashedGaussianActor(nn.Module):
         mean = nn.Dense(self.action_dim)(hidden)
         log_std = jnp.clip(nn.Dense(self.action_dim)(hidden), LOG_STD_MIN, LOG_STD_MAX)
         return Squash(distrax.Normal(mean, jnp.exp(log_std)))
+
+
+class StateDependentNoiseActor(nn.Module):
+    """SAC's actor with generalised state-dependent exploration (gSDE, arXiv:2005.05719).
+
+    The noise scales sigma are parameters (features x actions, from `log_std_init`), and the
+    features z(s) are the last hidden layer's, trained through the variance as
+    Stable-Baselines3 trains them. The mean is kept in (-2, 2) before tanh as there, but by
+    2 tanh(mu / 2) rather than a hard clip: a mean pushed past the hard clip gets no gradient
+    back (one seed in three of the best-action probe froze at tanh(2) = 0.96).
+    """
+
+    architecture: tuple[str, ...]
+    action_dim: int
+    log_std_init: float = -3.0
+    clip_mean: float = 2.0
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> StateDependentSquash:
+        features = MLP(self.architecture)(obs)
+        mean = self.clip_mean * jnp.tanh(nn.Dense(self.action_dim)(features) / self.clip_mean)
+        log_std = self.param(
+            "log_std", nn.initializers.constant(self.log_std_init), (features.shape[-1], self.action_dim)
+        )
+        return StateDependentSquash(mean, features, jnp.exp(log_std))
 
 
 class DeterministicActor(nn.Module):
@@ -122,20 +147,23 @@ class DiscreteQNetwork(nn.Module):
 
     `dueling` splits the head into a state value and advantages, Q(s, a) = V(s) + A(s, a) -
     mean_a' A(s, a') (Wang et al. 2016, arXiv:1511.06581, eq. 9): V learns from every action's
-    update, and subtracting the mean makes the split identifiable.
+    update, and subtracting the mean makes the split identifiable. `fan_in_uniform` starts
+    every layer, the head's too, as Torch's default does (DQN's).
     """
 
     architecture: tuple[str, ...]
     n_actions: int
     layer_norm: bool = False
     dueling: bool = False
+    fan_in_uniform: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        features = MLP(self.architecture, layer_norm=self.layer_norm)(obs)
+        features = MLP(self.architecture, layer_norm=self.layer_norm, fan_in_uniform=self.fan_in_uniform)(obs)
+        head = lambda n: dense(n, features.shape[-1], nn.initializers.lecun_normal(), self.fan_in_uniform)(features)  # noqa: E731
         if not self.dueling:
-            return nn.Dense(self.n_actions)(features)
-        value, advantage = nn.Dense(1)(features), nn.Dense(self.n_actions)(features)
+            return head(self.n_actions)
+        value, advantage = head(1), head(self.n_actions)
         return value + advantage - jnp.mean(advantage, axis=-1, keepdims=True)
 
 

@@ -30,3 +30,23 @@ class Squash(distrax.Transformed):
             return self.distribution.entropy() + jnp.sum(2.0 * (jnp.log(2.0) - x - jax.nn.softplus(-2.0 * x)), axis=-1)
         _, log_prob = self.sample_and_log_prob(seed=seed)
         return -log_prob
+
+
+class StateDependentSquash(Squash):
+    """gSDE's policy (Raffin et al. 2022, arXiv:2005.05719): tanh(mu(s) + z(s)^T E).
+
+    Exploration draws the matrix E once, with entries N(0, sigma_jk^2), and holds it for a
+    round of collection, so the noise is a smooth function of the state instead of fresh
+    every step: consistent pushes that white noise averages away (MountainCar's swing).
+    For one state the pre-tanh action is N(mu, sum_j z_j^2 sigma_jk^2) per dimension, the
+    Gaussian that `log_prob`, `sample` and the entropy use, so SAC's losses are unchanged.
+    """
+
+    def __init__(self, mean: jax.Array, features: jax.Array, std: jax.Array, epsilon: float = 1e-6):
+        variance = jnp.square(features) @ jnp.square(std)
+        super().__init__(distrax.Normal(mean, jnp.sqrt(variance + epsilon)))
+        self.mean, self.features, self.std = mean, features, std
+
+    def explore(self, noise: jax.Array) -> jax.Array:
+        """tanh(mu + z^T (sigma * noise)): `noise` (..., features, actions) standard normal draws."""
+        return jnp.tanh(self.mean + jnp.einsum("...f,...fa->...a", self.features, self.std * noise))

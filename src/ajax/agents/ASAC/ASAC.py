@@ -60,7 +60,14 @@ class ASAC(SAC):
         require_in_interval("(0, 1]", theta_learning_rate=theta_learning_rate)
         super().__init__(
             **shared_arguments(
-                config, SAC.__init__, gamma=1.0, expert_policy=None, expert_buffer_n_steps=0, jsrl_curriculum=None
+                config,
+                SAC.__init__,
+                gamma=1.0,
+                expert_policy=None,
+                expert_buffer_n_steps=0,
+                jsrl_curriculum=None,
+                use_sde=False,
+                log_std_init=-3.0,
             )
         )
         self.config = config

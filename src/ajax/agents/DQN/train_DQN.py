@@ -51,7 +51,9 @@ def make_train(
 ):
     del actor_optimizer_args  # DQN has no actor: its policy is greedy in its Q-network
     config = agent_config
-    q_network = DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim, dueling=config.dueling)
+    q_network = DiscreteQNetwork(
+        network_args.critic_architecture, env_args.action_dim, dueling=config.dueling, fan_in_uniform=True
+    )
     buffer = ReplayBuffer(config.buffer_size, config.batch_size)
     # Epsilon falls linearly over the first `exploration_fraction` of the run's horizon.
     epsilon = linear(

@@ -65,7 +65,11 @@ class REDQ(SAC):
                 f"subset_size={subset_size} must lie between 1 and n_critics={n_critics}: the target takes "
                 "the min over a subset of the ensemble's critics."
             )
-        super().__init__(**shared_arguments(config, SAC.__init__, expert_buffer_n_steps=0, jsrl_curriculum=None))
+        super().__init__(
+            **shared_arguments(
+                config, SAC.__init__, expert_buffer_n_steps=0, jsrl_curriculum=None, use_sde=False, log_std_init=-3.0
+            )
+        )
         self.config = config
         self.agent_config = REDQConfig(
             **{**shallow_fields(self.agent_config), "n_critics": int(n_critics)},

@@ -20,7 +20,8 @@ class SAC(ActorCritic):
 
     Defaults: learning rates 3e-4, two 256-unit relu layers, gamma 0.99, a 1e6 buffer,
     batches of 256, learning from step 10,000 (uniform actions before), tau 0.005,
-    temperature 1.0 learned towards an entropy of -1 per action dimension.
+    temperature 1.0 learned towards an entropy of -1 per action dimension. `use_sde=True`
+    explores with gSDE (noise scales from `log_std_init`, redrawn every round of `train_freq`).
     `expert_policy=` and `expert_buffer_n_steps` bring in an expert. docs/agents.md has the
     paper, Ajax's choices and the calibrated results.
     """
@@ -54,6 +55,8 @@ class SAC(ActorCritic):
         alpha_init: float = 1.0,
         learn_alpha: bool = True,
         target_entropy: float | None = None,
+        use_sde: bool = False,
+        log_std_init: float = -3.0,
         max_grad_norm: float | None = None,
         episode_length: int | None = None,
         action_repeat: int = 1,
@@ -77,6 +80,9 @@ class SAC(ActorCritic):
         require_in_interval("(0, 1]", tau=tau)
         if target_entropy is not None:
             require_in_interval("(-inf, inf)", target_entropy=target_entropy)
+        require_in_interval("(-inf, inf)", log_std_init=log_std_init)
+        if log_std_init != -3.0 and not use_sde:
+            raise ValueError("log_std_init sets gSDE's initial noise scale: pass use_sde=True with it.")
         require_counts(buffer_size=buffer_size, batch_size=batch_size)
         require_counts(0, learning_starts=learning_starts, expert_buffer_n_steps=expert_buffer_n_steps)
         self.agent_config = SACConfig(
@@ -93,5 +99,7 @@ class SAC(ActorCritic):
             schedule=UpdateSchedule(train_freq, gradient_steps),
             expert=expert_in_agent_units(expert_policy, self.env_args),
             expert_buffer_n_steps=checked_expert_buffer(expert_policy, expert_buffer_n_steps, buffer_size),
+            use_sde=bool(use_sde),
+            log_std_init=float(log_std_init),
         )
         ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import jax
 from flax import struct
 
 from ajax.agents.loop import UpdateSchedule
@@ -14,9 +15,14 @@ from ajax.state import BaseAgentState, LoopTrainState
 
 @struct.dataclass
 class SoftACState(BaseAgentState):
-    """The shared state plus the learned temperature: `alpha.params` holds log(alpha)."""
+    """The shared state plus the learned temperature: `alpha.params` holds log(alpha).
+
+    `exploration_noise`: with gSDE, each env copy's standard normal draw of the exploration
+    matrix (features x actions) for the current round; None otherwise.
+    """
 
     alpha: LoopTrainState = None
+    exploration_noise: jax.Array | None = None
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,8 @@ class SACConfig:
     # expert_policy= read in agent units: evaluated beside the agent, acting in the warm-up, filling replay
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)
     expert_buffer_n_steps: int = field(default=0, kw_only=True)
+    use_sde: bool = field(default=False, kw_only=True)  # gSDE exploration, noise scales from log_std_init
+    log_std_init: float = field(default=-3.0, kw_only=True)
 
 
 def checked_expert_buffer(expert_policy: Any, n_steps: int, buffer_size: int) -> int:

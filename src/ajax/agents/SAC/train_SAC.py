@@ -34,7 +34,7 @@ from ajax.environments.interaction import (
 from ajax.environments.obs_norm import raw_observation
 from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
-from ajax.networks.actor_critic import QEnsemble
+from ajax.networks.actor_critic import QEnsemble, StateDependentNoiseActor
 from ajax.networks.optim import make_optimizer, new_train_state
 from ajax.state import CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
@@ -79,7 +79,11 @@ class SoftActorCritic:
     extensions: ExtensionStack
 
     @property
-    def actor(self) -> SquashedGaussianActor:
+    def actor(self) -> SquashedGaussianActor | StateDependentNoiseActor:
+        if self.config.use_sde:
+            return StateDependentNoiseActor(
+                self.network_args.actor_architecture, self.env_args.action_dim, self.config.log_std_init
+            )
         return SquashedGaussianActor(self.network_args.actor_architecture, self.env_args.action_dim)
 
     def critic(self, n: int | None = None) -> QEnsemble:
@@ -91,14 +95,17 @@ class SoftActorCritic:
         return ReplayBuffer(self.config.buffer_size, self.config.batch_size)
 
     def init(self, key: jax.Array, state_class: type[SoftACState] = SoftACState, **fields: Any) -> SoftACState:
-        rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
+        rng, actor_key, critic_key, env_key, eval_key, noise_key = jax.random.split(key, 6)
         obs = jnp.zeros((1, self.env_args.observation_dim))
         action = jnp.zeros((1, self.env_args.action_dim))
         log_alpha = {"log_alpha": jnp.log(jnp.asarray(self.config.alpha_init, jnp.float32))}
         alpha_optimizer = make_optimizer(OptimizerConfig(self.config.alpha_learning_rate))
+        actor_state = new_train_state(self.actor, actor_key, self.actor_optimizer_args, obs)
+        if self.config.use_sde:
+            fields = {**fields, "exploration_noise": self.exploration_noise(actor_state, noise_key)}
         return state_class(
             rng=rng,
-            actor_state=new_train_state(self.actor, actor_key, self.actor_optimizer_args, obs),
+            actor_state=actor_state,
             critic_state=new_train_state(
                 self.critic(), critic_key, self.critic_optimizer_args, obs, action, with_target=True
             ),
@@ -109,6 +116,16 @@ class SoftActorCritic:
             alpha=LoopTrainState.create(apply_fn=None, params=log_alpha, tx=alpha_optimizer),
             **fields,
         )
+
+    def exploration_noise(self, actor_state: LoopTrainState, key: jax.Array) -> jax.Array:
+        """A fresh draw of gSDE's exploration matrices, one per env copy, in units of sigma."""
+        shape = actor_state.params["params"]["log_std"].shape
+        return jax.random.normal(key, (self.env_args.n_envs, *shape))
+
+    def redraw_noise(self, state: SoftACState) -> SoftACState:
+        """gSDE's new exploration matrices for the next round (Stable-Baselines3's sde_sample_freq=-1)."""
+        state, (key,) = state.next_keys(1)
+        return state.replace(exploration_noise=self.exploration_noise(state.actor_state, key))
 
     def init_collector(self, key: jax.Array) -> CollectorState:
         """The collector with an empty replay; it counts episode steps if an extension reads them."""
@@ -211,11 +228,19 @@ class SoftActorCritic:
 
     @property
     def pipeline(self) -> ActionPipeline:
-        """Sample from the policy (uniform actions before learning_starts), then the action phase."""
+        """Sample from the policy (uniform actions before learning_starts), then the action phase.
+
+        With gSDE the sample is the policy's mean pushed by the round's exploration matrices.
+        """
         learning_starts = self.config.learning_starts
+        if self.config.use_sde:
+            policy = lambda state, obs: (self.policy(state, obs), state.exploration_noise)  # noqa: E731
+            sample = lambda pi_and_noise, key, step: pi_and_noise[0].explore(pi_and_noise[1])  # noqa: E731
+        else:
+            policy, sample = self.policy, sample_policy
         explore = explore_pipeline(
-            sample_policy,
-            self.policy,
+            sample,
+            policy,
             self.env_args,
             warmup=lambda state: state.collector_state.timestep < learning_starts,
             expert=self.config.expert,
@@ -241,6 +266,7 @@ class SoftActorCritic:
             self.pipeline,
             store=self.buffer.add,
             schedule=self.config.schedule,
+            before_updates=self.redraw_noise if self.config.use_sde else None,
         )
 
 
