@@ -33,7 +33,11 @@ def test_gsde_variance_and_exploration_by_hand():
 
 
 def test_gsde_draws_have_the_variance_the_log_prob_uses():
-    mean, features, std = jnp.zeros((1, 2)), jnp.array([[0.5, -1.0, 2.0]]), jnp.array([[0.3, 1.0], [0.2, 0.1], [0.4, 0.6]])
+    mean, features, std = (
+        jnp.zeros((1, 2)),
+        jnp.array([[0.5, -1.0, 2.0]]),
+        jnp.array([[0.3, 1.0], [0.2, 0.1], [0.4, 0.6]]),
+    )
     pi = StateDependentSquash(mean, features, std)
     noise = jax.random.normal(jax.random.PRNGKey(0), (20_000, 3, 2))
     pre_tanh = jnp.arctanh(jnp.clip(pi.explore(noise), -1 + 1e-7, 1 - 1e-7))
