@@ -20,6 +20,10 @@ os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+
+# pytest imports ajax, and with it jax, before this file (pyproject's filterwarnings names
+# ajax.nonfinite.NonFiniteWarning), so jax has read its flags already: set this one again.
+jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] not in ("", "0"))
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
