@@ -103,10 +103,10 @@ class Renamed(BaseAgentState):
 
 @struct.dataclass
 class Migrated(BaseAgentState):
-    """The same rename, declared: `alpha` removed, `temperature` added."""
+    """The same rename, declared: `alpha` removed, `temperature` added (and gSDE's unused noise dropped)."""
 
     temperature: LoopTrainState = None
-    removed_fields = frozenset({"alpha"})
+    removed_fields = frozenset({"alpha", "exploration_noise"})
     added_fields = frozenset({"temperature"})
 
 
