@@ -9,6 +9,8 @@ CartPole teacher. IQL, offline, is not benchmarked (`NOT_BENCHMARKED`). `SCENARI
 entries run elsewhere than the defaults: SAC/inverted_pendulum trains SAC on Brax's
 inverted pendulum, whose episodes terminate, so the run exercises the auto-reset that
 computes a reset only on steps where an episode ended, and the terminal targets.
+PPO/gru and PPO/transformer are PPO's defaults with a memory of hidden size 64 (the
+transformer's window 32, 4 heads), trained by BPTT over whole rollouts.
 
 For each agent: one 400-step warm-up call (its whole time, compilation included, is
 `compile_s`), then `--trials` measured calls, each on a freshly built agent, so each one
@@ -67,6 +69,8 @@ NOT_BENCHMARKED = {"IQL": "offline: it learns from a dataset and steps no env wh
 # Entries beyond the defaults: name -> (agent, env id, pinned keywords).
 SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "SAC/inverted_pendulum": ("SAC", "inverted_pendulum", {"learning_starts": 1000}),
+    "PPO/gru": ("PPO", "CartPole-v1", {"memory": {"kind": "gru", "hidden_size": 64}}),
+    "PPO/transformer": ("PPO", "CartPole-v1", {"memory": {"kind": "transformer", "hidden_size": 64}}),
 }
 
 

@@ -8,7 +8,7 @@ import pytest
 from gymnax.environments.classic_control.pendulum import EnvState as PendulumState
 
 from ajax.environments.create import prepare_env
-from ajax.wrappers import AutoReset, ClipAction, InitialStateWrapper, ObservationNoiseWrapper
+from ajax.wrappers import AutoReset, ClipAction, InitialStateWrapper, ObservationMask, ObservationNoiseWrapper
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward, ProbeState, TerminalTwin
 
 
@@ -56,6 +56,20 @@ def test_observation_noise_has_the_requested_std_and_leaves_the_state_alone():
     jax.tree.map(np.testing.assert_allclose, next_state, expected)  # Pendulum's step ignores its key
     assert float(reward) == pytest.approx(float(expected_reward))
     assert not np.allclose(obs, pendulum.get_obs(next_state))
+
+
+def test_a_mask_hides_the_velocities_and_leaves_the_state_alone():
+    inner = gymnax.make("CartPole-v1")[0]
+    env = ObservationMask(inner, (True, False, True, False))
+    params = env.default_params
+    key = jax.random.PRNGKey(0)
+    obs, state = env.reset(key, params)
+    _, bare_state = inner.reset(key, params)
+    np.testing.assert_array_equal(obs, inner.get_obs(bare_state, params) * jnp.array([1.0, 0.0, 1.0, 0.0]))
+    obs, state, *_ = env.step(key, state, 1, params)
+    assert obs[1] == 0.0 and obs[3] == 0.0 and state.x_dot != 0.0
+    with pytest.raises(ValueError, match="one flag per observation entry"):
+        ObservationMask(inner, (True, False))
 
 
 def test_zero_noise_is_the_identity():

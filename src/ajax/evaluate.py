@@ -6,9 +6,11 @@ and, for agents with a critic, the value bias: the critic's estimate at each eva
 minus the discounted return realised from that step, in the critic's units.
 
 Most policies are stateless. One that carries something through its episodes (UDRL's
-command: the return still to collect and the steps left) hands a `PolicyCarry`: the carry
-starts from the state and advances with every reward; a stateless policy's carry is empty,
-so its program is unchanged.
+command: the return still to collect and the steps left; a recurrent agent's memory)
+hands a `PolicyCarry`: the carry starts from the state, the policy returns it after
+reading each observation, and it advances with every reward; a stateless policy's carry
+is empty, so its program is unchanged. Each evaluation env plays one episode, so a carry
+never needs a reset here.
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from ajax.state import BaseAgentState, EnvironmentConfig
 
 # (state, observations) -> (deterministic actions, the policy's entropy at each observation)
 GreedyPolicy = Callable[[BaseAgentState, jax.Array], tuple[jax.Array, jax.Array]]
-# The same for a policy with a carry: (state, observations, carry) -> (actions, entropies)
-CarriedGreedyPolicy = Callable[[BaseAgentState, jax.Array, Any], tuple[jax.Array, jax.Array]]
-# (state, observations, actions) -> the critic's estimate of the return from there
-ValueEstimate = Callable[[BaseAgentState, jax.Array, jax.Array], jax.Array]
+# The same for a policy with a carry: (state, observations, carry) -> (actions, entropies, the carry after)
+CarriedGreedyPolicy = Callable[[BaseAgentState, jax.Array, Any], tuple[jax.Array, jax.Array, Any]]
+# (state, observations, actions) -> the critic's estimate of the return from there; with a
+# carry, (state, observations, actions, the carry after the observations)
+ValueEstimate = Callable[..., jax.Array]
 # (state, observations, the agent's actions) -> the actions the env executes
 ExecutedAction = Callable[[BaseAgentState, jax.Array, jax.Array], jax.Array]
 
@@ -70,9 +73,15 @@ class EvalPolicy:
         """The carry of `n` episodes at their start: empty for a stateless policy."""
         return self.carry.init(state, n) if self.carry is not None else ()
 
-    def act(self, state: BaseAgentState, obs: jax.Array, carry: Any) -> tuple[jax.Array, jax.Array]:
-        """The deterministic actions and their entropies, read with the carry when there is one."""
-        return self.greedy(state, obs, carry) if self.carry is not None else self.greedy(state, obs)
+    def act(self, state: BaseAgentState, obs: jax.Array, carry: Any) -> tuple[jax.Array, jax.Array, Any]:
+        """The deterministic actions, their entropies and the carry after reading `obs`."""
+        if self.carry is not None:
+            return self.greedy(state, obs, carry)
+        return (*self.greedy(state, obs), carry)
+
+    def estimate(self, state: BaseAgentState, obs: jax.Array, action: jax.Array, carry: Any) -> jax.Array:
+        """The critic's estimate, read with the carry after `obs` when there is one."""
+        return self.value(state, obs, action, carry) if self.carry is not None else self.value(state, obs, action)
 
     def advance(self, carry: Any, reward: jax.Array) -> Any:
         """The carry after a step that paid `reward`."""
@@ -107,8 +116,10 @@ def evaluate(
 
     def step(carry, key):
         obs, env_state, alive, policy_carry = carry
-        action, entropy = policy.act(state, obs, policy_carry)
-        value = policy.value(state, obs, action) if policy.value is not None else jnp.zeros(num_episodes)
+        action, entropy, policy_carry = policy.act(state, obs, policy_carry)
+        value = (
+            policy.estimate(state, obs, action, policy_carry) if policy.value is not None else jnp.zeros(num_episodes)
+        )
         executed = policy.execute(state, obs, action) if policy.execute is not None else action
         obs, env_state, reward, terminated, truncated, _ = step_envs(key, env_state, executed, eval_env)
         obs = normalize_observation(normalizer, obs, normalization)

@@ -42,6 +42,7 @@ class CollectorState:
     expert_state: Any = None
     normalizer: Any = None  # obs_norm.Normalizer: running observation/reward statistics, when on
     episode_steps: jax.Array | None = None  # each env's steps in its episode, when an extension reads them
+    memory: Any = None  # networks.recurrent.MemoryCarries: a recurrent agent's carries and episode starts
 
 
 @struct.dataclass
@@ -96,6 +97,7 @@ class NetworkConfig:
 
     actor_architecture: tuple[str, ...]
     critic_architecture: tuple[str, ...]
+    memory: Any = None  # networks.memory.MemoryConfig: encoder -> memory -> head when set
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from gymnax.environments import environment, spaces
 
 from ajax.environments.brax_like import step_resetting_when_done
 
-__all__ = ["AutoReset", "ClipAction", "InitialStateWrapper", "ObservationNoiseWrapper", "Wrapper"]
+__all__ = ["AutoReset", "ClipAction", "InitialStateWrapper", "ObservationMask", "ObservationNoiseWrapper", "Wrapper"]
 
 
 class Wrapper(environment.Environment):
@@ -113,6 +113,33 @@ class ObservationNoiseWrapper(Wrapper):
     @property
     def name(self) -> str:
         return f"ObservationNoiseWrapper({self.env.name}, {self.std})"
+
+
+class ObservationMask(Wrapper):
+    """Zero the observation entries where `keep` is False, at reset and at every step.
+
+    Hiding part of the state makes a task partially observable: CartPole with its two
+    velocities masked, `ObservationMask(env, (True, False, True, False))`, is the standard
+    check that a recurrent agent infers what it cannot see.
+    """
+
+    def __init__(self, env: environment.Environment, keep: Any):
+        super().__init__(env)
+        self.keep = tuple(bool(k) for k in keep)
+        shape = env.observation_space(env.default_params).shape
+        if (len(self.keep),) != tuple(shape):
+            raise ValueError(f"ObservationMask needs one flag per observation entry, {shape}; got {len(self.keep)}.")
+
+    def _masked(self, obs: jax.Array) -> jax.Array:
+        return obs * jnp.asarray(self.keep, jnp.result_type(obs))
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
+        return self._masked(obs), state, reward, terminated, info
+
+    def reset_env(self, key, params):
+        obs, state = self.env.reset_env(key, params)
+        return self._masked(obs), state
 
 
 def _observation_fn(env: Any) -> Callable[[jax.Array, Any, Any], Any]:

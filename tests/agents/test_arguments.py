@@ -81,6 +81,8 @@ MISTAKES = [
     ("batch_size", 64.0, COUNT),
     ("n_epochs", 2.0, COUNT),
     ("n_minibatches", 0, COUNT),
+    ("bptt_length", 0, COUNT),
+    ("bptt_length", 8.0, COUNT),
     ("buffer_size", 0, COUNT),
     ("buffer_size", 1e6, COUNT),
     ("learning_starts", -1, COUNT_FROM_0),

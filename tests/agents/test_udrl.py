@@ -141,7 +141,7 @@ def test_the_evaluation_carries_the_command_through_each_episode():
     env_args = prepare_env(EndlessReward(episode_steps=5))
 
     def greedy(state, obs, command):
-        return jnp.zeros(obs.shape[0], jnp.int32), command[:, 0]
+        return jnp.zeros(obs.shape[0], jnp.int32), command[:, 0], command
 
     carry = PolicyCarry(init=lambda state, n: jnp.tile(jnp.array([3.0, 4.0]), (n, 1)), advance=update_command)
     metrics = evaluate(None, jax.random.PRNGKey(0), env_args, EvalPolicy(greedy, carry=carry), 2)

@@ -29,6 +29,7 @@ from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import recording
+from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
 from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
@@ -217,7 +218,10 @@ class ActorCritic:
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
         parse_architecture(actor_architecture)
         parse_architecture(critic_architecture)
-        self.network_args = NetworkConfig(tuple(map(str, actor_architecture)), tuple(map(str, critic_architecture)))
+        memory = MemoryConfig.of(memory)
+        self.network_args = NetworkConfig(
+            tuple(map(str, actor_architecture)), tuple(map(str, critic_architecture)), memory=memory
+        )
         require_finite_positive(actor_learning_rate=actor_learning_rate, critic_learning_rate=critic_learning_rate)
         if max_grad_norm is not None:
             require_finite_positive(max_grad_norm=max_grad_norm)
@@ -227,6 +231,12 @@ class ActorCritic:
             tuple(e.bind(self.env_args) if isinstance(e, Extension) else e for e in extensions)
         )
         self.extensions.check(self.name, self.supported_extension_phases, self.batch_fields)
+        if memory is not None and self.extensions.extensions:
+            names = ", ".join(type(extension).__name__ for extension in self.extensions.extensions)
+            raise ValueError(
+                f"{self.name} with memory= takes no extensions yet (got {names}): expert guidance and the other "
+                "extensions read feed-forward batches. Drop memory= or the extensions."
+            )
         self._programs: dict[Any, Callable] = {}
 
     @classmethod

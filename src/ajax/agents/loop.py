@@ -34,7 +34,7 @@ import optax
 
 from ajax import nonfinite
 from ajax.checks import is_count, require_counts
-from ajax.environments.interaction import ActionPipeline, Transition, collect_experience
+from ajax.environments.interaction import ActionPipeline, Bootstrap, Transition, collect_experience
 from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
 from ajax.extensions import ExtensionStack
 from ajax.log import TRAIN_RETURN, empty_rows, evaluate_and_log, evaluation_keys, n_rows, train_return
@@ -230,16 +230,18 @@ class TrainLoop:
         update: Update,
         n_steps: int,
         pipeline: ActionPipeline,
+        bootstrap: Bootstrap | None = None,
     ) -> OneSeedTrain:
         """An `n_steps` rollout per env per iteration, then `update(state, rollout, start)`.
 
         `start` is the collector state the rollout began from, for an agent that replays
-        its rollout from the memory carries it started with.
+        its rollout from the memory carries it started with; `bootstrap` is collection's
+        (`collect_experience`).
         """
         env_args = self.env_args
 
         def collect(state: BaseAgentState) -> tuple[BaseAgentState, Transition]:
-            state, transition = collect_experience(state, pipeline, env_args)
+            state, transition = collect_experience(state, pipeline, env_args, bootstrap)
             return nonfinite.record(state, nonfinite.env_kinds([transition])), transition
 
         def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:

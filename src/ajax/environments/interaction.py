@@ -41,6 +41,8 @@ REPLAY_FIELDS = frozenset({"obs", "action", "reward", "next_obs", "terminated", 
 # (actions, extras, executed) when the env executes other actions than those stored (a
 # residual policy on a base controller: the replay keeps the agent's own).
 ActionPipeline = Callable[[BaseAgentState, jax.Array, jax.Array], tuple[Any, ...]]
+# (state after the step, the observations the step reached) -> extras read there (a value to bootstrap from)
+Bootstrap = Callable[[BaseAgentState, jax.Array], dict[str, jax.Array]]
 # From the policy at the last observations, a key and the timestep, the action to take.
 Explore = Callable[[Any, jax.Array, jax.Array], jax.Array]
 
@@ -92,11 +94,22 @@ def collect_experience(
     state: BaseAgentState,
     pipeline: ActionPipeline,
     env_args: EnvironmentConfig,
+    bootstrap: Bootstrap | None = None,
 ) -> tuple[BaseAgentState, Transition]:
-    """One step of every env copy under the behaviour policy; the timestep grows by n_envs."""
+    """One step of every env copy under the behaviour policy; the timestep grows by n_envs.
+
+    A recurrent agent's pipeline also returns, as `extras["memory"]`, its carries after
+    reading the observations; the collector keeps them, marking the envs whose episode
+    ended so the next step starts them afresh. `bootstrap(state, final_obs)` then adds
+    extras read at the observation each step reached, with the carries the step left.
+    """
     state, (act_key, step_key) = state.next_keys(2)
     collector = state.collector_state
     action, extras, *executed = pipeline(state, collector.last_obs, act_key)
+    memory = None
+    if isinstance(extras, dict) and "memory" in extras:
+        extras = dict(extras)
+        memory = extras.pop("memory")
     obs, env_state, reward, terminated, truncated, final_obs = step_envs(
         step_key, collector.env_state, executed[0] if executed else action, env_args
     )
@@ -115,6 +128,10 @@ def collect_experience(
         episodic_return=jnp.where(done, 0.0, episodic_return),
         last_episodic_return=jnp.where(done, episodic_return, collector.last_episodic_return),
     )
+    if memory is not None:
+        collector = collector.replace(memory=memory.replace(episode_start=done))
+    if bootstrap is not None:
+        extras = {**extras, **bootstrap(state.replace(collector_state=collector), final_obs)}
     transition = Transition(
         obs=state.collector_state.last_obs,
         action=action,

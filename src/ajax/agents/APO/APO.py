@@ -68,5 +68,9 @@ class APO(ActorCritic):
         require_in_interval("(0, 1]", average_reward_step=average_reward_step)
         require_in_interval("[0, inf)", ent_coef=ent_coef, vf_coef=vf_coef, nu=nu)
         # The settings are the constructor's own arguments; the discount is fixed at 1.
-        settings = {f.name: self.config[f.name] for f in fields(APOConfig) if f.name not in ("gamma", "expert")}
+        settings = {
+            f.name: self.config[f.name]
+            for f in fields(APOConfig)
+            if f.name not in ("gamma", "expert", "bptt_length", "n_minibatches")
+        }
         self.agent_config = APOConfig(gamma=1.0, expert=expert_in_agent_units(expert_policy, self.env_args), **settings)

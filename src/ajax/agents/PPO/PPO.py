@@ -13,11 +13,16 @@ from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule, check_schedule
 
 
-def check_clipped_epochs(n_steps: int, n_envs: int, batch_size: int, n_epochs: int, clip_range: Schedule) -> None:
-    """The rollout and epoch settings PPO and its descendants refuse before anything compiles."""
+def check_clipped_epochs(
+    n_steps: int, n_envs: int, batch_size: int, n_epochs: int, clip_range: Schedule, recurrent: bool = False
+) -> None:
+    """The rollout and epoch settings PPO and its descendants refuse before anything compiles.
+
+    A recurrent rollout trains as whole sequences, so `batch_size` need not divide it.
+    """
     require_counts(n_steps=n_steps, n_epochs=n_epochs, batch_size=batch_size)
     rollout = n_steps * n_envs
-    if rollout % batch_size:
+    if rollout % batch_size and not recurrent:
         divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and 16 <= d <= 4096]
         raise ValueError(
             f"batch_size={batch_size} does not divide the rollout of n_steps * n_envs = {n_steps} * {n_envs} "
@@ -26,17 +31,60 @@ def check_clipped_epochs(n_steps: int, n_envs: int, batch_size: int, n_epochs: i
     check_schedule("clip_range", clip_range)
 
 
+def checked_bptt_length(bptt_length: int | None, n_steps: int, memory: Any) -> int | None:
+    """Truncated BPTT's sequence length: with memory only, dividing the rollout."""
+    if bptt_length is None:
+        return None
+    require_counts(bptt_length=bptt_length)
+    if memory is None:
+        raise ValueError("bptt_length cuts a recurrent PPO's rollouts into sequences: it needs memory=.")
+    if n_steps % bptt_length:
+        divisors = [d for d in range(1, n_steps + 1) if n_steps % d == 0]
+        raise ValueError(
+            f"bptt_length={bptt_length} does not divide n_steps={n_steps}: each env's rollout splits into "
+            f"n_steps / bptt_length sequences. Pick a divisor, e.g. one of {divisors[-8:]}."
+        )
+    return int(bptt_length)
+
+
+def checked_recurrent_minibatches(
+    n_minibatches: int, n_envs: int, n_steps: int, bptt_length: int | None, memory: Any
+) -> int:
+    """How many minibatches a recurrent PPO splits its sequences into: a divisor of their number."""
+    require_counts(n_minibatches=n_minibatches)
+    if memory is None:
+        if n_minibatches != 1:
+            raise ValueError(
+                "n_minibatches splits a recurrent PPO's sequences; a feed-forward PPO's minibatches are "
+                "batch_size transitions. Set batch_size, or pass memory=."
+            )
+        return 1
+    n_sequences = n_envs * (n_steps // (bptt_length or n_steps))
+    if n_sequences % n_minibatches:
+        divisors = [d for d in range(1, n_sequences + 1) if n_sequences % d == 0]
+        raise ValueError(
+            f"n_minibatches={n_minibatches} does not divide the rollout's {n_sequences} sequences (n_envs={n_envs} "
+            f"times n_steps / bptt_length = {n_sequences // n_envs}): minibatches split whole sequences. "
+            f"Pick one of {divisors[:8]}."
+        )
+    return int(n_minibatches)
+
+
 class PPO(ActorCritic):
     """Clipped-surrogate PPO with GAE, for discrete and continuous actions.
 
     Defaults: 4 envs, 2048-step rollouts, minibatches of 64, 10 epochs on a fresh shuffle,
     clip 0.2, GAE lambda 0.95, gamma 0.99, two 128-unit tanh layers, gradient norm clipped
     at 0.5, advantages normalised per minibatch; separate actor and critic networks and
-    optimisers. docs/agents.md has the paper, Ajax's choices and the calibrated result.
+    optimisers. `memory=` (a MemoryConfig or its dict) makes both networks recurrent,
+    trained by BPTT over whole rollouts or `bptt_length`-step sequences (batch_size then
+    unused: `n_minibatches` splits the sequences). docs/agents.md has the paper, Ajax's
+    choices and the calibrated result; docs/memory.md the recurrent mode.
     """
 
     name: ClassVar[str] = "PPO"
     continuous: ClassVar[bool | None] = None
+    supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Minibatch)
     make_train = staticmethod(make_train)
@@ -66,10 +114,12 @@ class PPO(ActorCritic):
         normalize_rewards: bool = False,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
+        bptt_length: int | None = None,
+        n_minibatches: int = 1,
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
-        check_clipped_epochs(n_steps, n_envs, batch_size, n_epochs, clip_range)
+        check_clipped_epochs(n_steps, n_envs, batch_size, n_epochs, clip_range, recurrent=memory is not None)
         require_in_interval("[0, 1]", gae_lambda=gae_lambda)
         require_in_interval("[0, inf)", ent_coef=ent_coef, vf_coef=vf_coef)
         self.agent_config = PPOConfig(
@@ -82,4 +132,6 @@ class PPO(ActorCritic):
             ent_coef=ent_coef,
             vf_coef=vf_coef,
             normalize_advantage=normalize_advantage,
+            bptt_length=checked_bptt_length(bptt_length, n_steps, self.network_args.memory),
+            n_minibatches=checked_recurrent_minibatches(n_minibatches, n_envs, n_steps, bptt_length, memory),
         )

@@ -20,3 +20,7 @@ class PPOConfig:
     vf_coef: float
     normalize_advantage: bool
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # APO's expert_policy=, evaluated beside
+    # With memory: each env's rollout trains as sequences of bptt_length steps (None: the whole
+    # rollout), the sequences split into n_minibatches per epoch.
+    bptt_length: int | None = field(default=None, kw_only=True)
+    n_minibatches: int = field(default=1, kw_only=True)

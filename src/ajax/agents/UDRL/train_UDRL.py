@@ -198,10 +198,10 @@ def make_train(
 def command_conditioned_evaluation(policy: Policy, continuous: bool) -> EvalPolicy:
     """The greedy action of pi(a | s, c), c starting at the exploiting command and updated by every reward."""
 
-    def greedy(state: UDRLState, obs: jax.Array, command: jax.Array) -> tuple[jax.Array, jax.Array]:
+    def greedy(state: UDRLState, obs: jax.Array, command: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         pi = policy(state.actor_state.params, obs, command)
         action = pi.mode()
-        return (jnp.clip(action, -1.0, 1.0) if continuous else action), pi.entropy()
+        return (jnp.clip(action, -1.0, 1.0) if continuous else action), pi.entropy(), command
 
     carry = PolicyCarry(init=lambda state, n: exploiting_command(state.command_statistics, n), advance=update_command)
     return EvalPolicy(greedy, carry=carry)
