@@ -79,11 +79,15 @@ def test_bad_hyperparameters():
         SAC("Pendulum-v1", actor_learning_rate=0.0)
 
 
-@pytest.mark.parametrize("name", sorted(AGENTS))
+@pytest.mark.parametrize("name", sorted(name for name in AGENTS if not AGENTS[name].supports_memory))
 def test_memory_on_an_agent_without_it(name):
     agent = AGENTS[name]
     with pytest.raises(NotImplementedError, match=f"{name} has no recurrent memory"):
         agent("Pendulum-v1" if agent.continuous else "CartPole-v1", memory={"kind": "gru", "hidden_size": 64})
+
+
+def test_the_agents_with_memory_are_the_ones_the_docs_list():
+    assert sorted(name for name in AGENTS if AGENTS[name].supports_memory) == ["PPO"]
 
 
 @pytest.mark.parametrize("name", ["TD3", "REDQ", "ASAC", "AVG"])
