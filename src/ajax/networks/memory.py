@@ -207,15 +207,18 @@ class _TransformerLayer(nn.Module):
         episode = episode_index(resets)
         key_episode = jnp.concatenate([jnp.where(cache.valid.T > 0, 0, -1), episode])  # -1: in no episode
         steps = x.shape[0]
-        distance = jnp.arange(steps)[:, None] + window - 1 - jnp.arange(keys.shape[0])  # (T, S)
-        visible = (distance >= 0) & (distance < window) & (episode.T[:, :, None] == key_episode.T[:, None, :])
-        bias = self.param("relative_position_bias", _recency_bias_init, (heads, window))
-        logits = (
-            jnp.einsum("tbhd,sbhd->bhts", query, keys) / math.sqrt(head_dim)
-            + bias[:, jnp.clip(distance, 0, window - 1)]
-        )
-        logits = jnp.where(visible[:, None], logits, jnp.finfo(logits.dtype).min)  # every step sees itself
-        attended = jnp.einsum("bhts,sbhd->tbhd", jax.nn.softmax(logits, axis=-1), values)
+
+        # Step t sees the positions t .. t + window - 1 of [cache; call] (distance window - 1 .. 0):
+        # `window` static slices, so the cost grows as T * window rather than T^2, and the backward
+        # pass adds slices back instead of scattering into a gather's indices.
+        def band(sequence: jax.Array) -> jax.Array:
+            return jnp.stack([sequence[w : w + steps] for w in range(window)], axis=1)  # (T, window, ...)
+
+        visible = band(key_episode) == episode[:, None]  # (T, window, B): same episode; every step sees itself
+        bias = self.param("relative_position_bias", _recency_bias_init, (heads, window))  # by distance
+        logits = jnp.einsum("tbhd,twbhd->bhtw", query, band(keys)) / math.sqrt(head_dim) + bias[:, None, ::-1]
+        logits = jnp.where(visible.transpose(2, 0, 1)[:, None], logits, jnp.finfo(logits.dtype).min)
+        attended = jnp.einsum("bhtw,twbhd->tbhd", jax.nn.softmax(logits, axis=-1), band(values))
         x = x + nn.DenseGeneral(hidden, axis=(-2, -1), name="attention_out")(attended)
         mlp = nn.Dense(4 * hidden, name="mlp_in")(nn.LayerNorm(name="mlp_norm")(x))
         x = x + nn.Dense(hidden, name="mlp_out")(nn.gelu(mlp))
