@@ -8,8 +8,9 @@ evaluations (at 140k, 160k and 180k steps; evaluations every 20k).
 
 Calibration (2026-12-01, seeds 0 and 1, hidden size 64, 2 cores, 1.5-8 minutes a run):
 feed-forward 44.3, 41.7 (43.0); GRU 303.0, 272.7 (287.8); LSTM 500.0, 372.0 (436.0);
-transformer 391.7, 356.0 (373.8), and 44, 43 before its position bias started from
-ALiBi's recency slopes; Mamba 260.0, 500.0 (380.0); GRU with bptt_length=32 and 4
+transformer 155.3, 272.0 (213.7; 391.7, 356.0 with the full attention matrix, the same
+maths summed in another order), and 44, 43 before its position bias started from ALiBi's
+recency slopes; Mamba 260.0, 500.0 (380.0); GRU with bptt_length=32 and 4
 minibatches 414.7, 229.3 (322.0). Thresholds: feed-forward below 150; every memory kind above 150 and above twice the
 feed-forward score; GRU with `bptt_length=32` and 4 minibatches at least 80% of the GRU
 trained on whole rollouts.
