@@ -131,7 +131,7 @@ def test_the_updates_of_a_round_are_one_scan_not_unrolled():
     assert program(64) == program(2)  # the same program but for the scan's length
 
 
-@pytest.mark.learning
+@pytest.mark.slow  # 15-37 s; the default suite's DQN learning test is the Zoo preset's (test_zoo.py)
 def test_dqn_learns_cartpole():
     scores = last_returns(DQN("CartPole-v1", n_envs=4), 30_000, 2_500)
     assert scores.mean() >= 60 and scores.min() >= 40, scores
