@@ -46,6 +46,18 @@ def _compile_as_users_do_for_long_runs(request):
         jax.config.update("jax_disable_most_optimizations", before)
 
 
+def agent_parts(parts_class, agent):
+    """An agent's reusable parts (`SoftActorCritic`, `ProximalActorCritic`) built from its settings."""
+    return parts_class(
+        agent.env_args,
+        agent.network_args,
+        agent.actor_optimizer_args,
+        agent.critic_optimizer_args,
+        agent.agent_config,
+        agent.extensions,
+    )
+
+
 def first_seed(tree):
     """One seed's slice of a run's state."""
     return jax.tree.map(lambda x: x[0], tree)

@@ -15,7 +15,7 @@ from ajax import SAC
 from ajax.agents.SAC.core import polyak, soft_policy_loss, soft_q_target, temperature_loss
 from ajax.agents.SAC.train_SAC import SoftActorCritic
 from ajax.networks.actor_critic import QEnsemble, SquashedGaussianActor, StateDependentNoiseActor
-from tests.conftest import first_seed, last_returns
+from tests.conftest import agent_parts, first_seed, last_returns
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward, TerminalTwin
 
 OBS = jnp.ones((1, 1))
@@ -96,14 +96,7 @@ def test_sac_bootstraps_at_time_limits_not_terminals():
 
 
 def soft_actor_critic(agent: SAC) -> SoftActorCritic:
-    return SoftActorCritic(
-        agent.env_args,
-        agent.network_args,
-        agent.actor_optimizer_args,
-        agent.critic_optimizer_args,
-        agent.agent_config,
-        agent.extensions,
-    )
+    return agent_parts(SoftActorCritic, agent)
 
 
 def test_gsde_holds_its_noise_for_a_round_and_redraws_it_before_the_updates():

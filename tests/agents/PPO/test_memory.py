@@ -17,7 +17,7 @@ from ajax.checkpoint import restore_into, save_checkpoint
 from ajax.environments.interaction import collect_experience
 from ajax.extensions.expert import ImitationLoss
 from ajax.networks.memory import MemoryConfig, initial_carry
-from tests.conftest import assert_same_state, pd_expert
+from tests.conftest import agent_parts, assert_same_state, pd_expert
 
 KINDS = ("gru", "lstm", "transformer", "mamba")
 TINY = ("8", "tanh")
@@ -33,14 +33,7 @@ def ppo(kind: str = "gru", **kwargs) -> PPO:
 
 
 def parts(agent: PPO) -> ProximalActorCritic:
-    return ProximalActorCritic(
-        agent.env_args,
-        agent.network_args,
-        agent.actor_optimizer_args,
-        agent.critic_optimizer_args,
-        agent.agent_config,
-        agent.extensions,
-    )
+    return agent_parts(ProximalActorCritic, agent)
 
 
 def test_sequences_are_contiguous_runs_of_one_env():
