@@ -116,12 +116,13 @@ def test_the_dqn_cartpole_preset_learns_on_a_small_budget():
     """DQN's learning test in the default suite (its defaults' test, test_dqn.py, is slow).
 
     Calibration (2026-12-01): the preset's 50k steps, seeds 0-4: 500 on every seed. At
-    25,000 steps (97 rounds of 256 steps, 128 updates each), greedy returns from the final
-    state: seeds 0-2 500, 205, 199 (mean 301); seeds 3-5 222, 120, 105 (mean 149); a random
-    policy scores about 20. Threshold: mean >= 100, every seed >= 60.
+    15,000 steps (58 rounds of 256 steps, 128 updates each from the fourth), greedy returns
+    from the final state: seeds 0-2 140, 81, 98 (mean 107); seeds 3-5 261, 157, 139 (mean
+    186); at 25,000 steps 500, 205, 199 and 222, 120, 105; a random policy scores about 20.
+    Threshold: mean >= 70, every seed >= 50.
     """
-    scores = final_returns(AGENTS["DQN"].from_zoo("CartPole-v1"), 25_000, range(3))
-    assert scores.mean() >= 100 and scores.min() >= 60, scores
+    scores = final_returns(AGENTS["DQN"].from_zoo("CartPole-v1"), 15_000, range(3))
+    assert scores.mean() >= 70 and scores.min() >= 50, scores
 
 
 @pytest.mark.learning
