@@ -135,28 +135,26 @@ def test_gradient_checkpointing_changes_no_value(memory):
     assert_trees_close(checkpointed.grads(*args), memory.grads(*args), rtol=1e-5, atol=1e-6)
 
 
-def test_transformer_layer_sees_only_its_window():
-    window = 3
-    net = built(MemoryConfig("transformer", HIDDEN, window=window, num_heads=2))
+def reached_by_the_first_input(net: SimpleNamespace) -> np.ndarray:
+    """(T,): which steps' outputs change when the first step's input changes (no resets)."""
     carry = initial_carry(net.config, B)
     changed = INPUTS.copy()
     changed[0] += 1.0
     _, outputs = net.apply(net.params, carry, INPUTS, NO_RESETS)
     _, changed_outputs = net.apply(net.params, carry, changed, NO_RESETS)
-    differs = np.any(np.asarray(outputs) != np.asarray(changed_outputs), axis=(1, 2))
-    np.testing.assert_array_equal(differs, np.arange(T) < window)
+    return np.any(np.asarray(outputs) != np.asarray(changed_outputs), axis=(1, 2))
+
+
+def test_transformer_layer_sees_only_its_window():
+    window = 3
+    net = built(MemoryConfig("transformer", HIDDEN, window=window, num_heads=2))
+    np.testing.assert_array_equal(reached_by_the_first_input(net), np.arange(T) < window)
 
 
 def test_stacked_transformer_layers_widen_what_each_step_sees():
     """Each layer looks window - 1 steps back from what the layer below saw: 2 layers, 2 (window - 1)."""
     memory = shared("transformer")
-    carry = initial_carry(memory.config, B)
-    changed = INPUTS.copy()
-    changed[0] += 1.0
-    _, outputs = memory.apply(memory.params, carry, INPUTS, NO_RESETS)
-    _, changed_outputs = memory.apply(memory.params, carry, changed, NO_RESETS)
-    differs = np.any(np.asarray(outputs) != np.asarray(changed_outputs), axis=(1, 2))
-    np.testing.assert_array_equal(differs, np.arange(T) <= 2 * (memory.config.window - 1))
+    np.testing.assert_array_equal(reached_by_the_first_input(memory), np.arange(T) <= 2 * (memory.config.window - 1))
 
 
 def test_ssm_combine_is_associative_and_scans_the_recurrence():

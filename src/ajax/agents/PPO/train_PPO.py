@@ -193,17 +193,24 @@ class ProximalActorCritic:
         action, log_prob = self.policy(state, obs).sample_and_log_prob(seed=key)
         return action, {"log_prob": log_prob}
 
-    def recurrent_act(self, state: BaseAgentState, obs: jax.Array, key: jax.Array):
-        """Sample with the actor's memory; step the critic's too and keep its value of `obs`."""
-        memory = state.collector_state.memory
+    def step_memories(
+        self, state: BaseAgentState, memory: MemoryCarries, obs: jax.Array
+    ) -> tuple[MemoryCarries, Any, jax.Array]:
+        """One step of both networks with their memories: the carries after `obs`, pi(.|obs)
+        (over a time axis of 1) and V(obs)."""
         actor, critic = self.networks
         starts = memory.episode_start[None]
         actor_carry, pi = actor.apply(state.actor_state.params, memory.carries["actor"], obs[None], starts)
         critic_carry, value = critic.apply(state.critic_state.params, memory.carries["critic"], obs[None], starts)
+        return memory.replace(carries={"actor": actor_carry, "critic": critic_carry}), pi, value[0]
+
+    def recurrent_act(self, state: BaseAgentState, obs: jax.Array, key: jax.Array):
+        """Sample with the actor's memory; step the critic's too and keep its value of `obs`."""
+        memory = state.collector_state.memory
+        after, pi, value = self.step_memories(state, memory, obs)
         action, log_prob = pi.sample_and_log_prob(seed=key)
-        carries = memory.replace(carries={"actor": actor_carry, "critic": critic_carry})
-        extras = {"log_prob": log_prob[0], "value": value[0], "episode_start": memory.episode_start}
-        return action[0], {**extras, "memory": carries}
+        extras = {"log_prob": log_prob[0], "value": value, "episode_start": memory.episode_start}
+        return action[0], {**extras, "memory": after}
 
     def recurrent_bootstrap(self, state: BaseAgentState, final_obs: jax.Array) -> dict[str, jax.Array]:
         """V(s') with the critic's carry the step left, before any reset: a time limit's bootstrap."""
@@ -336,18 +343,14 @@ class ProximalActorCritic:
 
     def recurrent_evaluation(self, discounted: bool) -> EvalPolicy:
         """Greedy actions with both memories carried through each evaluation episode."""
-        actor, critic = self.networks
 
         def init(state: BaseAgentState, n: int) -> EvalMemory:
             return EvalMemory(fresh_carries(self.memory, NETWORKS, n), jnp.zeros((n,)))
 
         def greedy(state: BaseAgentState, obs: jax.Array, carry: EvalMemory):
-            memory = carry.memory
-            starts = memory.episode_start[None]
-            actor_carry, pi = actor.apply(state.actor_state.params, memory.carries["actor"], obs[None], starts)
-            critic_carry, value = critic.apply(state.critic_state.params, memory.carries["critic"], obs[None], starts)
-            after = MemoryCarries({"actor": actor_carry, "critic": critic_carry}, jnp.zeros_like(memory.episode_start))
-            return pi.mode()[0], pi.entropy()[0], EvalMemory(after, value[0])
+            after, pi, value = self.step_memories(state, carry.memory, obs)
+            after = after.replace(episode_start=jnp.zeros_like(after.episode_start))  # one episode per env
+            return pi.mode()[0], pi.entropy()[0], EvalMemory(after, value)
 
         def value(state: BaseAgentState, obs: jax.Array, action: jax.Array, carry: EvalMemory) -> jax.Array:
             return carry.value
