@@ -15,6 +15,7 @@ from ajax import APO, PPO
 from ajax.agents.PPO.train_PPO import ProximalActorCritic, chunk_starts, sequences
 from ajax.checkpoint import restore_into, save_checkpoint
 from ajax.environments.interaction import collect_experience
+from ajax.evaluate import evaluate
 from ajax.extensions.expert import ImitationLoss
 from ajax.networks.memory import MemoryConfig, initial_carry
 from tests.conftest import agent_parts, assert_same_state, pd_expert
@@ -98,6 +99,26 @@ def test_the_bootstrap_reads_the_final_observation_with_the_carry_the_step_left(
     _, values = critic.apply(params, initial_carry(proximal.memory, 2), obs, resets)
     assert float(next_value[t, n]) == pytest.approx(float(values[-1, n]), rel=1e-5, abs=1e-6)
     assert not np.allclose(next_value[t, n], transitions.extras["value"][t + 1, n])  # the reset obs differs
+
+
+def test_evaluation_carries_both_memories_through_an_episode(rollout):
+    """Greedy actions and values read step by step equal the networks' runs over the episode."""
+    proximal, state, transitions = rollout
+    policy = proximal.evaluation()
+    obs = transitions.obs[:4, :1]  # four observations, read as one episode of one env
+    carry, actions, values = policy.start(state, 1), [], []
+    for t in range(4):
+        action, _, carry = policy.act(state, obs[t], carry)
+        actions.append(action[0])
+        values.append(policy.estimate(state, obs[t], action, carry)[0])
+    resets = jnp.zeros((4, 1), bool).at[0].set(True)
+    actor, critic = proximal.networks
+    _, pi = actor.apply(state.actor_state.params, initial_carry(proximal.memory, 1), obs, resets)
+    _, expected_values = critic.apply(state.critic_state.params, initial_carry(proximal.memory, 1), obs, resets)
+    np.testing.assert_array_equal(actions, pi.mode()[:, 0])
+    np.testing.assert_allclose(values, expected_values[:, 0], rtol=1e-5, atol=1e-6)
+    metrics = evaluate(state, jax.random.PRNGKey(3), proximal.env_args, policy, 2)
+    assert np.isfinite(metrics["Eval/episodic mean reward"]) and np.isfinite(metrics["Eval/mean bias"])
 
 
 @pytest.mark.parametrize("kind", ["gru", "transformer"])
