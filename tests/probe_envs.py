@@ -83,3 +83,43 @@ class TerminalTwin(EndlessReward):
     """Like EndlessReward but the episode truly terminates at `episode_steps`."""
 
     terminates = True
+
+
+@struct.dataclass
+class RecallState(environment.EnvState):
+    time: int
+    cue: jax.Array
+
+
+class CueRecall(environment.Environment):
+    """A memory probe: a cue of -1 or +1 shown at the first step only, then zeros.
+
+    Every step pays a * cue for the action a in [-1, 1], and the episode truly ends after
+    `episode_steps` steps. With memory the best return is `episode_steps`; an agent that sees
+    only the current observation can earn the first step's 1, after which its expected
+    reward is 0 whatever it does.
+    """
+
+    def __init__(self, episode_steps: int = 5):
+        super().__init__()
+        self.episode_steps = episode_steps
+
+    @property
+    def default_params(self) -> ProbeParams:
+        return ProbeParams(max_steps_in_episode=self.episode_steps + 1)
+
+    def reset_env(self, key, params):
+        cue = jnp.where(jax.random.bernoulli(key), 1.0, -1.0)
+        return jnp.stack([cue, 1.0]), RecallState(time=0, cue=cue)
+
+    def action_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1,))
+
+    def observation_space(self, params):
+        return spaces.Box(-1.0, 1.0, (2,))
+
+    def step_env(self, key, state, action, params):
+        reward = jnp.reshape(action, ()) * state.cue
+        state = state.replace(time=state.time + 1)
+        terminated = state.time >= self.episode_steps
+        return jnp.zeros(2), state, reward, terminated, {}

@@ -125,9 +125,13 @@ def test_the_dqn_cartpole_preset_learns_on_a_small_budget():
     assert scores.mean() >= 70 and scores.min() >= 50, scores
 
 
+@pytest.mark.slow
 @pytest.mark.learning
 def test_the_sac_mountain_car_preset_climbs_the_hill_with_gsde_on_a_small_budget():
     """SAC's learning test for the Zoo presets, and gSDE's: without it no seed reaches the flag.
+
+    Slow (50 s): the default suite's SAC learning test is the memory recall task's
+    (tests/agents/test_recurrent_recall.py).
 
     Calibration (2026-12-01): the preset's 50k steps, seeds 0-4: 95.6, 95.7, 95.6, 94.7, 95.1
     (with Ajax's white Gaussian noise, 0 on every seed: the car learns to stand still). At

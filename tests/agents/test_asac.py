@@ -90,5 +90,3 @@ def test_bad_input():
         ASAC("Pendulum-v1", theta_learning_rate=0.0)
     with pytest.raises(TypeError, match="gamma"):
         ASAC("Pendulum-v1", gamma=0.99)  # no discount in the average-reward criterion
-    with pytest.raises(NotImplementedError, match="memory"):
-        ASAC("Pendulum-v1", memory={"kind": "gru"})

@@ -145,5 +145,3 @@ def test_bad_input():
         REDQ("Pendulum-v1", subset_size=11)
     with pytest.raises(ValueError, match="utd_ratio must be a positive integer"):
         REDQ("Pendulum-v1", utd_ratio=0)
-    with pytest.raises(NotImplementedError, match="memory"):
-        REDQ("Pendulum-v1", memory={"kind": "gru"})

@@ -22,18 +22,37 @@ from ajax.networks.mlp import MLP
 
 
 class Recurrent(nn.Module):
-    """`head(memory(encoder(obs)))` over a (T, B) sequence; a reset at t zeroes the carry first."""
+    """`head(memory(encoder(obs)))` over a (T, B) sequence; a reset at t zeroes the carry first.
+
+    `skip` hands the head the observation beside the memory's output, so a replay agent's
+    feed-forward actor or critic keeps reading what it sees now and gains a summary of what
+    it saw before. Arguments after the resets go to the head: a Q-critic's actions.
+    """
 
     architecture: tuple[str, ...]
     memory: MemoryConfig
     head: nn.Module
     hidden_init: Callable = nn.initializers.lecun_normal()
+    skip: bool = False
 
-    @nn.compact
-    def __call__(self, carry: Any, obs: jax.Array, resets: jax.Array) -> tuple[Any, Any]:
-        features = MLP(self.architecture, self.hidden_init)(obs)
-        carry, outputs = Memory(self.memory)(carry, features, resets)
-        return carry, self.head(outputs)
+    def setup(self) -> None:
+        self.encoder = MLP(self.architecture, self.hidden_init)
+        self.core = Memory(self.memory)
+
+    def remember(self, carry: Any, obs: jax.Array, resets: jax.Array) -> tuple[Any, jax.Array]:
+        """The carry after the sequence and the features the head reads at each step."""
+        carry, outputs = self.core(carry, self.encoder(obs), resets)
+        if self.skip:
+            outputs = jnp.concatenate([outputs, jnp.asarray(obs, outputs.dtype)], axis=-1)
+        return carry, outputs
+
+    def read(self, features: jax.Array, *args: Any) -> Any:
+        """The head on features `remember` made."""
+        return self.head(features, *args)
+
+    def __call__(self, carry: Any, obs: jax.Array, resets: jax.Array, *args: Any) -> tuple[Any, Any]:
+        carry, features = self.remember(carry, obs, resets)
+        return carry, self.read(features, *args)
 
 
 @struct.dataclass

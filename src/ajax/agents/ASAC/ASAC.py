@@ -9,6 +9,7 @@ from ajax.agents.ASAC.state import ASACConfig
 from ajax.agents.ASAC.train_ASAC import make_train
 from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.SAC import SAC
+from ajax.agents.SAC.SAC import SEQUENCE_DEFAULTS
 from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.extensions.ibrl import IBRLTargets
@@ -55,6 +56,9 @@ class ASAC(SAC):
         normalize_rewards: bool = False,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
+        sequence_length: int = SEQUENCE_DEFAULTS[0],
+        burn_in: int = SEQUENCE_DEFAULTS[1],
+        stored_state: bool = False,
     ) -> None:
         config = run_config(locals(), self.name)
         require_in_interval("(0, 1]", theta_learning_rate=theta_learning_rate)

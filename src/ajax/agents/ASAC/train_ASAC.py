@@ -31,7 +31,6 @@ def make_train(
 ):
     sac = SoftActorCritic(env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions)
     config = agent_config
-    ensemble = sac.critic()
 
     def init(key: jax.Array) -> ASACState:
         return sac.init(key, ASACState, theta=jnp.zeros((), jnp.float32))
@@ -39,25 +38,26 @@ def make_train(
     def update(state: ASACState, transition: Transition):
         del transition  # ASAC learns from replay; the loop has already stored the step
         state, (sample_key, next_key, actor_key) = state.next_keys(3)
-        batch = sac.buffer.sample(state.collector_state.buffer_state, sample_key)
+        batch = sac.sample(state, sample_key)
+        trained = sac.reader.trained(batch)
 
-        next_action, next_log_prob = sac.policy(state, batch.next_obs).sample_and_log_prob(seed=next_key)
-        next_q = sac.min_q(state.critic_state.target_params)(batch.next_obs, next_action)
+        next_action, next_log_prob = sac.next_policy(state, batch).sample_and_log_prob(seed=next_key)
+        next_q = jnp.min(sac.next_q_values(state.critic_state.target_params, batch, next_action), axis=0)
         target = differential_soft_target(
-            batch.reward, batch.terminated, next_q, next_log_prob, sac.alpha(state), state.theta
+            trained.reward, trained.terminated, next_q, next_log_prob, sac.alpha(state), state.theta
         )
         critic_state, value_aux, critic_metrics = sac.critic_update(state, batch, target)
         # The reward rate's TD error reads one critic on both sides: the online ensemble's
         # mean at s' against the same mean at (s, a) that value_aux.q_mean holds.
-        online_next_q = jnp.mean(ensemble.apply(state.critic_state.params, batch.next_obs, next_action), axis=0)
+        online_next_q = jnp.mean(sac.next_q_values(state.critic_state.params, batch, next_action), axis=0)
         rate_target = differential_soft_target(
-            batch.reward, batch.terminated, online_next_q, next_log_prob, sac.alpha(state), state.theta
+            trained.reward, trained.terminated, online_next_q, next_log_prob, sac.alpha(state), state.theta
         )
         theta = reward_rate_update(state.theta, rate_target, value_aux.q_mean, config.theta_learning_rate)
 
         state = state.replace(critic_state=critic_state, theta=theta)
         state, policy_aux, temperature_aux, actor_metrics = sac.actor_update(
-            state, batch, actor_key, sac.min_q(critic_state.params)
+            state, batch, actor_key, sac.min_q(critic_state.params, batch)
         )
         extras = {"value/theta": theta, **critic_metrics, **actor_metrics}
         return state, AuxiliaryLogs(policy_aux, value_aux, temperature_aux, extras)

@@ -32,6 +32,7 @@ from ajax.agents.PPO.core import (
     value_loss,
 )
 from ajax.agents.PPO.state import PPOConfig
+from ajax.agents.recurrent import NETWORKS, EvalMemory
 from ajax.environments.interaction import Transition, init_collector
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
@@ -114,17 +115,6 @@ def sequences(x: jax.Array, length: int) -> jax.Array:
     n_chunks = x.shape[0] // length
     chunks = x.reshape(n_chunks, length, *x.shape[1:])
     return jnp.swapaxes(chunks, 0, 1).reshape(length, n_chunks * x.shape[1], *x.shape[2:])
-
-
-NETWORKS = ("actor", "critic")  # the networks with a memory, in the order `make_networks` returns them
-
-
-@struct.dataclass
-class EvalMemory:
-    """What an evaluation episode carries: both memories, and the critic's value of the last observation."""
-
-    memory: MemoryCarries
-    value: jax.Array
 
 
 def chunk_starts(

@@ -9,6 +9,7 @@ from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.REDQ.state import REDQConfig
 from ajax.agents.REDQ.train_REDQ import make_train
 from ajax.agents.SAC import SAC
+from ajax.agents.SAC.SAC import SEQUENCE_DEFAULTS
 from ajax.checks import require_counts
 from ajax.extensions import LOOP_PHASES, Extension
 
@@ -57,6 +58,9 @@ class REDQ(SAC):
         expert_policy: Callable[..., Any] | None = None,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
+        sequence_length: int = SEQUENCE_DEFAULTS[0],
+        burn_in: int = SEQUENCE_DEFAULTS[1],
+        stored_state: bool = False,
     ) -> None:
         config = run_config(locals(), self.name)
         require_counts(n_critics=n_critics, subset_size=subset_size, utd_ratio=utd_ratio)

@@ -9,8 +9,9 @@ updates one `lax.scan` over minibatches drawn together.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
-from flax import struct
 
 from ajax.agents.loop import RunSettings
 from ajax.agents.REDQ.core import ensemble_mean_q, random_subset, subset_min_target, subset_parameters
@@ -18,13 +19,16 @@ from ajax.agents.REDQ.state import REDQConfig
 from ajax.agents.SAC.state import SoftACState
 from ajax.agents.SAC.train_SAC import AuxiliaryLogs, SoftActorCritic
 from ajax.buffers import ReplayBuffer
+from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.environments.interaction import Transition
 from ajax.extensions import ExtensionStack
 from ajax.perf_utils import final_aux_scan
 from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
-def sample_minibatches(buffer: ReplayBuffer, buffer_state: struct.PyTreeNode, key: jax.Array, n: int) -> Transition:
+def sample_minibatches(
+    buffer: ReplayBuffer | SequenceReplay, buffer_state: Any, key: jax.Array, n: int
+) -> Transition | SequenceStep:
     """`n` independent minibatches, stacked on axis 0: one fresh minibatch per critic update."""
     return jax.vmap(lambda key: buffer.sample(buffer_state, key))(jax.random.split(key, n))
 
@@ -41,17 +45,23 @@ def make_train(
 ):
     sac = SoftActorCritic(env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions)
     config = agent_config
-    ensemble, subset = sac.critic(), sac.critic(config.subset_size)
 
-    def critic_update(state: SoftACState, batch: Transition):
+    def subset_target_parameters(params: Any, indices: jax.Array) -> Any:
+        """The subset's target critics; with memory they share one, and only the heads form the ensemble."""
+        if sac.memory is None:
+            return subset_parameters(params, indices)
+        inner = params["params"]
+        return {**params, "params": {**inner, "head": subset_parameters(inner["head"], indices)}}
+
+    def critic_update(state: SoftACState, batch: Transition | SequenceStep):
         state, (next_key, subset_key) = state.next_keys(2)
-        next_action, next_log_prob = sac.policy(state, batch.next_obs).sample_and_log_prob(seed=next_key)
+        trained = sac.reader.trained(batch)
+        next_action, next_log_prob = sac.next_policy(state, batch).sample_and_log_prob(seed=next_key)
         indices = random_subset(subset_key, config.n_critics, config.subset_size)
-        subset_next_q = subset.apply(
-            subset_parameters(state.critic_state.target_params, indices), batch.next_obs, next_action
-        )
+        subset = subset_target_parameters(state.critic_state.target_params, indices)
+        subset_next_q = sac.next_q_values(subset, batch, next_action, n=config.subset_size)
         target = subset_min_target(
-            batch.reward, batch.terminated, subset_next_q, next_log_prob, sac.alpha(state), config.gamma
+            trained.reward, trained.terminated, subset_next_q, next_log_prob, sac.alpha(state), config.gamma
         )
         critic_state, value_aux, metrics = sac.critic_update(state, batch, target)
         return state.replace(critic_state=critic_state), (value_aux, metrics)
@@ -63,8 +73,8 @@ def make_train(
         state, (value_aux, critic_metrics) = final_aux_scan(critic_update, state, batches)
 
         last = jax.tree.map(lambda x: x[-1], batches)
-        mean_q = lambda obs, action: ensemble_mean_q(ensemble.apply(state.critic_state.params, obs, action))  # noqa: E731
+        mean_q = lambda action: ensemble_mean_q(sac.q_values(state.critic_state.params, last, action))  # noqa: E731
         state, policy_aux, temperature_aux, actor_metrics = sac.actor_update(state, last, actor_key, mean_q)
         return state, AuxiliaryLogs(policy_aux, value_aux, temperature_aux, {**critic_metrics, **actor_metrics})
 
-    return sac.loop(run, sac.init, update, sac.value(ensemble_mean_q))
+    return sac.loop(run, sac.init, update, ensemble_mean_q)

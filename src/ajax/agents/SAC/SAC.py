@@ -7,12 +7,16 @@ from typing import Any, ClassVar
 
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.loop import UpdateSchedule
+from ajax.agents.recurrent import checked_sequence_training, refuse_with_memory
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
+from ajax.buffers.sequence import SequenceReplay
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.deprecation import warn_inert
 from ajax.extensions import LOOP_PHASES, Extension
+
+SEQUENCE_DEFAULTS = (16, 8)  # (sequence_length, burn_in): R2D2's burn-in of half a sequence
 
 
 class SAC(ActorCritic):
@@ -22,12 +26,15 @@ class SAC(ActorCritic):
     batches of 256, learning from step 10,000 (uniform actions before), tau 0.005,
     temperature 1.0 learned towards an entropy of -1 per action dimension. `use_sde=True`
     explores with gSDE (noise scales from `log_std_init`, redrawn every round of `train_freq`).
-    `expert_policy=` and `expert_buffer_n_steps` bring in an expert. docs/agents.md has the
-    paper, Ajax's choices and the calibrated results.
+    `expert_policy=` and `expert_buffer_n_steps` bring in an expert. `memory=` makes the actor
+    and the critics recurrent, trained on replayed sequences of `sequence_length` steps after
+    `burn_in` (docs/memory.md). docs/agents.md has the paper, Ajax's choices and the
+    calibrated results.
     """
 
     name: ClassVar[str] = "SAC"
     continuous: ClassVar[bool | None] = True
+    supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {
         "on_target",
         "critic_loss",
@@ -67,6 +74,9 @@ class SAC(ActorCritic):
         expert_buffer_n_steps: int = 0,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
+        sequence_length: int = SEQUENCE_DEFAULTS[0],
+        burn_in: int = SEQUENCE_DEFAULTS[1],
+        stored_state: bool = False,
         jsrl_curriculum: bool | None = None,
     ) -> None:
         warn_inert(
@@ -85,6 +95,20 @@ class SAC(ActorCritic):
             raise ValueError("log_std_init sets gSDE's initial noise scale: pass use_sde=True with it.")
         require_counts(buffer_size=buffer_size, batch_size=batch_size)
         require_counts(0, learning_starts=learning_starts, expert_buffer_n_steps=expert_buffer_n_steps)
+        memory = self.network_args.memory
+        refuse_with_memory(
+            self.name, memory, expert_policy=expert_policy, expert_buffer_n_steps=expert_buffer_n_steps, use_sde=use_sde
+        )
+        sequences = checked_sequence_training(
+            memory,
+            sequence_length,
+            burn_in,
+            stored_state,
+            defaults=SEQUENCE_DEFAULTS,
+            batch_size=batch_size,
+            learning_starts=learning_starts,
+            n_envs=n_envs,
+        )
         self.agent_config = SACConfig(
             gamma=gamma,
             tau=tau,
@@ -101,5 +125,9 @@ class SAC(ActorCritic):
             expert_buffer_n_steps=checked_expert_buffer(expert_policy, expert_buffer_n_steps, buffer_size),
             use_sde=bool(use_sde),
             log_std_init=float(log_std_init),
+            sequences=sequences,
         )
-        ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch
+        if sequences is None:
+            ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch
+        else:  # rejects a buffer shorter than a window per env
+            SequenceReplay(self.agent_config.buffer_size, n_envs, batch_size // sequence_length, sequences.window)

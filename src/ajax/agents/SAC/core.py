@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
@@ -64,8 +63,8 @@ def polyak(target: Any, online: Any, tau: float) -> Any:
 
 def soft_actor_step(
     actor_state: LoopTrainState,
-    actor: nn.Module,
-    q_value: Callable[[jax.Array, jax.Array], jax.Array],
+    policy: Callable[[Any], Any],
+    q_value: Callable[[jax.Array], jax.Array],
     alpha: jax.Array,
     batch: Any,
     key: jax.Array,
@@ -74,15 +73,16 @@ def soft_actor_step(
 ) -> tuple[LoopTrainState, jax.Array, jax.Array, jax.Array, dict[str, jax.Array]]:
     """One reparameterised actor step on `soft_policy_loss`, folding the actor_loss phase.
 
-    `q_value(obs, action)` is the critic the descendant's paper trains the actor against:
-    SAC's and ASAC's min of two critics, REDQ's mean over its whole ensemble. Returns the
-    new state, the loss, the log-probabilities (for the temperature step), the gradient
-    norm and the extensions' metrics.
+    `policy(params)` is pi(.|s) at the minibatch's observations and `q_value(actions)` the
+    critic the descendant's paper trains the actor against there: SAC's and ASAC's min of
+    two critics, REDQ's mean over its whole ensemble. Returns the new state, the loss, the
+    log-probabilities (for the temperature step), the gradient norm and the extensions'
+    metrics.
     """
 
     def policy_loss(params: Any) -> tuple[jax.Array, jax.Array]:
-        action, log_prob = actor.apply(params, batch.obs).sample_and_log_prob(seed=key)
-        return soft_policy_loss(alpha, log_prob, q_value(batch.obs, action)), log_prob
+        action, log_prob = policy(params).sample_and_log_prob(seed=key)
+        return soft_policy_loss(alpha, log_prob, q_value(action)), log_prob
 
     return actor_step(actor_state, policy_loss, batch, agent_state, extensions)
 

@@ -9,6 +9,7 @@ import jax
 from flax import struct
 
 from ajax.agents.loop import UpdateSchedule
+from ajax.agents.recurrent import SequenceTraining
 from ajax.environments.utils import ExpertInAgentUnits, StatefulExpert
 from ajax.state import BaseAgentState, LoopTrainState
 
@@ -43,6 +44,8 @@ class SACConfig:
     expert_buffer_n_steps: int = field(default=0, kw_only=True)
     use_sde: bool = field(default=False, kw_only=True)  # gSDE exploration, noise scales from log_std_init
     log_std_init: float = field(default=-3.0, kw_only=True)
+    # with memory=: the sequence replay's sizes, and the reader the updates go through
+    sequences: SequenceTraining | None = field(default=None, kw_only=True)
 
 
 def checked_expert_buffer(expert_policy: Any, n_steps: int, buffer_size: int) -> int:

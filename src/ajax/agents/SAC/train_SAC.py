@@ -15,14 +15,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from ajax.agents.loop import RunSettings, TrainLoop, critic_step
+from ajax.agents.recurrent import (
+    FEED_FORWARD,
+    Reader,
+    example_inputs,
+    recurrent_evaluation,
+    recurrent_pipeline,
+    with_memory,
+)
 from ajax.agents.SAC.core import SquashedGaussianActor, polyak, soft_actor_step, soft_q_target, temperature_step
 from ajax.agents.SAC.state import SACConfig, SoftACState
 from ajax.buffers import ReplayBuffer
+from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.environments.interaction import (
     ActionPipeline,
     Transition,
@@ -35,7 +45,9 @@ from ajax.environments.obs_norm import raw_observation
 from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble, StateDependentNoiseActor
+from ajax.networks.memory import MemoryConfig, initial_carry
 from ajax.networks.optim import make_optimizer, new_train_state
+from ajax.networks.recurrent import fresh_carries
 from ajax.state import CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
 
@@ -69,7 +81,11 @@ class AuxiliaryLogs:
 
 @dataclass(frozen=True)
 class SoftActorCritic:
-    """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha."""
+    """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha.
+
+    With memory both networks are recurrent and the replay keeps trajectories
+    (`ajax.agents.recurrent`); the updates read the networks through `reader` either way.
+    """
 
     env_args: EnvironmentConfig
     network_args: NetworkConfig
@@ -79,35 +95,50 @@ class SoftActorCritic:
     extensions: ExtensionStack
 
     @property
-    def actor(self) -> SquashedGaussianActor | StateDependentNoiseActor:
+    def memory(self) -> MemoryConfig | None:
+        return self.network_args.memory
+
+    @property
+    def reader(self) -> Reader:
+        return FEED_FORWARD if self.config.sequences is None else self.config.sequences
+
+    @property
+    def actor(self) -> nn.Module:
         if self.config.use_sde:
             return StateDependentNoiseActor(
                 self.network_args.actor_architecture, self.env_args.action_dim, self.config.log_std_init
             )
-        return SquashedGaussianActor(self.network_args.actor_architecture, self.env_args.action_dim)
+        head = SquashedGaussianActor(self.network_args.actor_architecture, self.env_args.action_dim)
+        return with_memory(head, self.memory)
 
-    def critic(self, n: int | None = None) -> QEnsemble:
+    def critic(self, n: int | None = None) -> nn.Module:
         """The ensemble, or a same-shaped one of `n` members for a subset of its parameters."""
-        return QEnsemble(self.network_args.critic_architecture, n=self.config.n_critics if n is None else n)
+        head = QEnsemble(self.network_args.critic_architecture, n=self.config.n_critics if n is None else n)
+        return with_memory(head, self.memory)
 
     @property
-    def buffer(self) -> ReplayBuffer:
-        return ReplayBuffer(self.config.buffer_size, self.config.batch_size)
+    def buffer(self) -> ReplayBuffer | SequenceReplay:
+        sequences = self.config.sequences
+        if sequences is None:
+            return ReplayBuffer(self.config.buffer_size, self.config.batch_size)
+        n_sequences = self.config.batch_size // sequences.sequence_length
+        return SequenceReplay(self.config.buffer_size, self.env_args.n_envs, n_sequences, sequences.window)
 
     def init(self, key: jax.Array, state_class: type[SoftACState] = SoftACState, **fields: Any) -> SoftACState:
         rng, actor_key, critic_key, env_key, eval_key, noise_key = jax.random.split(key, 6)
-        obs = jnp.zeros((1, self.env_args.observation_dim))
-        action = jnp.zeros((1, self.env_args.action_dim))
+        observation_dim, action_dim = self.env_args.observation_dim, self.env_args.action_dim
         log_alpha = {"log_alpha": jnp.log(jnp.asarray(self.config.alpha_init, jnp.float32))}
         alpha_optimizer = make_optimizer(OptimizerConfig(self.config.alpha_learning_rate))
-        actor_state = new_train_state(self.actor, actor_key, self.actor_optimizer_args, obs)
+        actor_inputs = example_inputs(self.memory, observation_dim)
+        actor_state = new_train_state(self.actor, actor_key, self.actor_optimizer_args, *actor_inputs)
         if self.config.use_sde:
             fields = {**fields, "exploration_noise": self.exploration_noise(actor_state, noise_key)}
+        critic_inputs = example_inputs(self.memory, observation_dim, action_dim)
         return state_class(
             rng=rng,
             actor_state=actor_state,
             critic_state=new_train_state(
-                self.critic(), critic_key, self.critic_optimizer_args, obs, action, with_target=True
+                self.critic(), critic_key, self.critic_optimizer_args, *critic_inputs, with_target=True
             ),
             collector_state=self.init_collector(env_key),
             eval_rng=eval_key,
@@ -128,8 +159,17 @@ class SoftActorCritic:
         return state.replace(exploration_noise=self.exploration_noise(state.actor_state, key))
 
     def init_collector(self, key: jax.Array) -> CollectorState:
-        """The collector with an empty replay; it counts episode steps if an extension reads them."""
-        collector = init_collector(key, self.env_args, self.buffer.init(self.env_args))
+        """The collector with an empty replay; it counts episode steps if an extension reads them.
+
+        With memory it carries the actor's memory, and a stored-state replay keeps its carry.
+        """
+        if self.memory is None:
+            collector = init_collector(key, self.env_args, self.buffer.init(self.env_args))
+        else:
+            stored = self.config.sequences.stored_state
+            carry = jax.tree.map(lambda x: x[0], initial_carry(self.memory, 1)) if stored else ()
+            collector = init_collector(key, self.env_args, self.buffer.init(self.env_args, carry))
+            collector = collector.replace(memory=fresh_carries(self.memory, ("actor",), self.env_args.n_envs))
         if self.extensions.reads_episode_steps:
             collector = collector.replace(episode_steps=jnp.zeros((self.env_args.n_envs,), jnp.int32))
         return collector
@@ -167,18 +207,34 @@ class SoftActorCritic:
     def alpha(state: SoftACState) -> jax.Array:
         return jnp.exp(state.alpha.params["log_alpha"])
 
+    def sample(self, state: SoftACState, key: jax.Array) -> Transition | SequenceStep:
+        """A minibatch from the replay: transitions, or windows of trajectory with memory."""
+        return self.buffer.sample(state.collector_state.buffer_state, key)
+
+    def next_policy(self, state: SoftACState, batch: Transition | SequenceStep):
+        """pi(.|s') at every next observation of the minibatch, under the current parameters."""
+        return self.reader.at_next_obs(self.actor, state.actor_state.params, batch, actor=True)
+
+    def q_values(self, params: Any, batch: Transition | SequenceStep, action: jax.Array, n: int | None = None):
+        """Every critic's Q(s, `action`) at the minibatch's observations: axis 0 is the critic."""
+        return self.reader.at_obs(self.critic(n), params, batch, action)
+
+    def next_q_values(self, params: Any, batch: Transition | SequenceStep, action: jax.Array, n: int | None = None):
+        """Every critic's Q(s', `action`) at the minibatch's next observations."""
+        return self.reader.at_next_obs(self.critic(n), params, batch, action)
+
     def critic_update(
-        self, state: SoftACState, batch: Transition, target: jax.Array
+        self, state: SoftACState, batch: Transition | SequenceStep, target: jax.Array
     ) -> tuple[LoopTrainState, ValueAuxiliaries, dict[str, jax.Array]]:
         """A critic step of every ensemble member towards `target`, then the Polyak update."""
-        critic = self.critic()
+        trained = self.reader.trained(batch)
 
         def td_loss(params: Any, target: jax.Array) -> tuple[jax.Array, jax.Array]:
-            q = critic.apply(params, batch.obs, batch.action)
-            return 0.5 * jnp.sum(jnp.mean(jnp.square(q - target), axis=-1)), jnp.mean(q)
+            q = self.q_values(params, batch, trained.action)
+            return 0.5 * jnp.sum(jnp.mean(jnp.square(q - target), axis=tuple(range(1, q.ndim)))), jnp.mean(q)
 
         critic_state, loss, q_mean, norm, metrics = critic_step(
-            state.critic_state, td_loss, target, batch, state, self.extensions
+            state.critic_state, td_loss, target, trained, state, self.extensions
         )
         critic_state = critic_state.replace(
             target_params=polyak(critic_state.target_params, critic_state.params, self.config.tau)
@@ -188,14 +244,16 @@ class SoftActorCritic:
     def actor_update(
         self,
         state: SoftACState,
-        batch: Transition,
+        batch: Transition | SequenceStep,
         key: jax.Array,
-        q_value: Callable[[jax.Array, jax.Array], jax.Array],
+        q_value: Callable[[jax.Array], jax.Array],
     ) -> tuple[SoftACState, PolicyAuxiliaries, TemperatureAuxiliaries, dict[str, jax.Array]]:
-        """The actor step against `q_value`, then the temperature step on its log-probabilities."""
+        """The actor step against `q_value(actions)` at the minibatch's observations, then the
+        temperature step on its log-probabilities."""
         alpha = self.alpha(state)
+        policy = lambda params: self.reader.at_obs(self.actor, params, batch, actor=True)  # noqa: E731
         actor_state, loss, log_prob, norm, metrics = soft_actor_step(
-            state.actor_state, self.actor, q_value, alpha, batch, key, state, self.extensions
+            state.actor_state, policy, q_value, alpha, self.reader.trained(batch), key, state, self.extensions
         )
         alpha_state, alpha_loss = state.alpha, jnp.zeros(())
         if self.config.learn_alpha:
@@ -208,22 +266,29 @@ class SoftActorCritic:
             metrics,
         )
 
-    def min_q(self, params: Any) -> Callable[[jax.Array, jax.Array], jax.Array]:
-        """The clipped double-Q estimate min_i Q_i(s, a) under `params`."""
-        return lambda obs, action: jnp.min(self.critic().apply(params, obs, action), axis=0)
+    def min_q(self, params: Any, batch: Transition | SequenceStep) -> Callable[[jax.Array], jax.Array]:
+        """The clipped double-Q estimate min_i Q_i(s, a) under `params`, at the minibatch's observations."""
+        return lambda action: jnp.min(self.q_values(params, batch, action), axis=0)
 
     def value(self, reduce: Callable[[jax.Array], jax.Array]) -> ValueEstimate:
         """The critic's estimate for the evaluation's value bias: `reduce` over the ensemble axis."""
         return lambda state, obs, action: reduce(self.critic().apply(state.critic_state.params, obs, action))
 
-    def evaluation(self, value: ValueEstimate | None) -> EvalPolicy:
-        """Greedy actions; `value` None for a critic that does not estimate discounted returns."""
+    def evaluation(self, reduce: Callable[[jax.Array], jax.Array] | None) -> EvalPolicy:
+        """Greedy actions; `reduce` (over the ensemble axis) None for a critic that does not
+        estimate discounted returns."""
 
-        def greedy(state: SoftACState, obs: jax.Array):
-            pi = self.policy(state, obs)
+        def mode(pi: Any) -> tuple[jax.Array, jax.Array]:
             return pi.mode(), pi.entropy()
 
+        if self.memory is not None:
+            return recurrent_evaluation(self.actor, self.critic(), self.memory, mode, reduce, self.config.gamma)
+
+        def greedy(state: SoftACState, obs: jax.Array):
+            return mode(self.policy(state, obs))
+
         execute = self.extensions.fold_env_action if self.extensions.acts_in_evaluation else None
+        value = self.value(reduce) if reduce is not None else None
         return EvalPolicy(greedy, value, self.config.gamma, expert=self.config.expert, execute=execute)
 
     @property
@@ -233,18 +298,17 @@ class SoftActorCritic:
         With gSDE the sample is the policy's mean pushed by the round's exploration matrices.
         """
         learning_starts = self.config.learning_starts
+        warmup = lambda state: state.collector_state.timestep < learning_starts  # noqa: E731
+        if self.memory is not None:
+            return recurrent_pipeline(
+                self.actor, sample_policy, self.env_args, warmup, self.config.sequences.stored_state
+            )
         if self.config.use_sde:
             policy = lambda state, obs: (self.policy(state, obs), state.exploration_noise)  # noqa: E731
             sample = lambda pi_and_noise, key, step: pi_and_noise[0].explore(pi_and_noise[1])  # noqa: E731
         else:
             policy, sample = self.policy, sample_policy
-        explore = explore_pipeline(
-            sample,
-            policy,
-            self.env_args,
-            warmup=lambda state: state.collector_state.timestep < learning_starts,
-            expert=self.config.expert,
-        )
+        explore = explore_pipeline(sample, policy, self.env_args, warmup=warmup, expert=self.config.expert)
         if not self.extensions.folds("action"):
             return explore
 
@@ -255,8 +319,9 @@ class SoftActorCritic:
 
         return act
 
-    def loop(self, run: RunSettings, init: Callable, update: Callable, value: ValueEstimate | None):
-        """The shared off-policy loop around `update`, storing every step in the replay."""
+    def loop(self, run: RunSettings, init: Callable, update: Callable, value: Callable[[jax.Array], jax.Array] | None):
+        """The shared off-policy loop around `update`, storing every step in the replay; `value`
+        reduces the ensemble axis for the evaluation's value bias."""
         loop = TrainLoop.create(self.env_args, run, self.extensions, self.evaluation(value))
         init_with_expert = lambda key: self.with_expert_replay(init(key))  # noqa: E731
         return loop.off_policy(
@@ -286,19 +351,22 @@ def make_train(
     def update(state: SoftACState, transition: Transition):
         del transition  # SAC learns from replay; the loop has already stored the step
         state, (sample_key, next_key, actor_key) = state.next_keys(3)
-        batch = sac.buffer.sample(state.collector_state.buffer_state, sample_key)
+        batch = sac.sample(state, sample_key)
+        trained = sac.reader.trained(batch)
 
-        next_action, next_log_prob = sac.policy(state, batch.next_obs).sample_and_log_prob(seed=next_key)
-        next_q = sac.min_q(state.critic_state.target_params)(batch.next_obs, next_action)
-        target = soft_q_target(batch.reward, batch.terminated, next_q, next_log_prob, sac.alpha(state), config.gamma)
+        next_action, next_log_prob = sac.next_policy(state, batch).sample_and_log_prob(seed=next_key)
+        next_q = jnp.min(sac.next_q_values(state.critic_state.target_params, batch, next_action), axis=0)
+        target = soft_q_target(
+            trained.reward, trained.terminated, next_q, next_log_prob, sac.alpha(state), config.gamma
+        )
         critic_state, value_aux, critic_metrics = sac.critic_update(state, batch, target)
 
         # The actor trains against the critics just updated; the target critics moved already,
         # which leaves the actor's step unchanged since it never reads them.
         state = state.replace(critic_state=critic_state)
         state, policy_aux, temperature_aux, actor_metrics = sac.actor_update(
-            state, batch, actor_key, sac.min_q(critic_state.params)
+            state, batch, actor_key, sac.min_q(critic_state.params, batch)
         )
         return state, AuxiliaryLogs(policy_aux, value_aux, temperature_aux, {**critic_metrics, **actor_metrics})
 
-    return sac.loop(run, sac.init, update, sac.value(lambda q: jnp.min(q, axis=0)))
+    return sac.loop(run, sac.init, update, lambda q: jnp.min(q, axis=0))

@@ -7,12 +7,16 @@ from typing import Any, ClassVar
 
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.loop import UpdateSchedule
+from ajax.agents.recurrent import checked_sequence_training
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
+from ajax.buffers.sequence import SequenceReplay
 from ajax.checks import require_counts, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule, check_schedule
+
+SEQUENCE_DEFAULTS = (20, 10)  # (sequence_length, burn_in): five sequences in TD3's batch of 100
 
 
 class TD3(ActorCritic):
@@ -20,12 +24,15 @@ class TD3(ActorCritic):
 
     Defaults: learning rates 1e-3, 400 and 300 relu layers, batches of 100, learning from
     step 10,000, tau 0.005, policy delay 2, target noise 0.2 clipped at 0.5, Gaussian
-    exploration noise 0.1 (a Schedule), all in [-1, 1] action units. docs/agents.md has
-    the paper, Ajax's choices and the calibrated result.
+    exploration noise 0.1 (a Schedule), all in [-1, 1] action units. `memory=` makes the
+    actor and the critics recurrent, trained on replayed sequences of `sequence_length`
+    steps after `burn_in` (docs/memory.md). docs/agents.md has the paper, Ajax's choices
+    and the calibrated result.
     """
 
     name: ClassVar[str] = "TD3"
     continuous: ClassVar[bool | None] = True
+    supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
 
@@ -57,6 +64,9 @@ class TD3(ActorCritic):
         expert_policy: Callable[..., Any] | None = None,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
+        sequence_length: int = SEQUENCE_DEFAULTS[0],
+        burn_in: int = SEQUENCE_DEFAULTS[1],
+        stored_state: bool = False,
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
@@ -65,7 +75,20 @@ class TD3(ActorCritic):
         require_in_interval("(0, 1]", tau=tau)
         require_in_interval("[0, inf)", target_policy_noise=target_policy_noise, target_noise_clip=target_noise_clip)
         check_schedule("exploration_noise", exploration_noise)
-        ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
+        sequences = checked_sequence_training(
+            self.network_args.memory,
+            sequence_length,
+            burn_in,
+            stored_state,
+            defaults=SEQUENCE_DEFAULTS,
+            batch_size=batch_size,
+            learning_starts=learning_starts,
+            n_envs=n_envs,
+        )
+        if sequences is None:
+            ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
+        else:  # rejects a buffer shorter than a window per env
+            SequenceReplay(int(buffer_size), n_envs, batch_size // sequence_length, sequences.window)
         self.agent_config = TD3Config(
             gamma=gamma,
             tau=tau,
@@ -78,4 +101,5 @@ class TD3(ActorCritic):
             exploration_noise=exploration_noise,
             schedule=UpdateSchedule(train_freq, gradient_steps),
             expert=expert_in_agent_units(expert_policy, self.env_args),
+            sequences=sequences,
         )

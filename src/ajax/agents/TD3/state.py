@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ajax.agents.loop import UpdateSchedule
+from ajax.agents.recurrent import SequenceTraining
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.schedule import Schedule
 
@@ -22,3 +23,5 @@ class TD3Config:
     exploration_noise: Schedule
     schedule: UpdateSchedule = field(default=UpdateSchedule(), kw_only=True)  # train_freq=, gradient_steps=
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # expert_policy=, evaluated beside
+    # with memory=: the sequence replay's sizes, and the reader the update goes through
+    sequences: SequenceTraining | None = field(default=None, kw_only=True)

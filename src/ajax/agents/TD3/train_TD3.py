@@ -1,5 +1,9 @@
 """TD3 on the shared off-policy loop: Gaussian exploration, smoothed clipped double-Q targets,
-and the actor and both target networks updated every `policy_delay` critic updates."""
+and the actor and both target networks updated every `policy_delay` critic updates.
+
+With memory the networks are recurrent and read through `ajax.agents.recurrent`'s sequence
+reader, as SAC's are.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +12,25 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, when
+from ajax.agents.recurrent import (
+    FEED_FORWARD,
+    example_inputs,
+    recurrent_evaluation,
+    recurrent_pipeline,
+    with_memory,
+)
 from ajax.agents.SAC.core import polyak
 from ajax.agents.TD3.core import clipped_double_q_target, deterministic_policy_loss, smoothed_target_action
 from ajax.agents.TD3.state import TD3Config
 from ajax.buffers import ReplayBuffer
+from ajax.buffers.sequence import SequenceReplay
 from ajax.environments.interaction import Transition, explore_pipeline, gaussian_exploration, init_collector
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import DeterministicActor, QEnsemble
+from ajax.networks.memory import initial_carry
 from ajax.networks.optim import new_train_state
+from ajax.networks.recurrent import fresh_carries
 from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
@@ -51,21 +65,31 @@ def make_train(
     run: RunSettings,
 ):
     config = agent_config
-    actor = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
-    critic = QEnsemble(network_args.critic_architecture, n=2)
-    buffer = ReplayBuffer(config.buffer_size, config.batch_size)
-    obs_example = jnp.zeros((1, env_args.observation_dim))
-    action_example = jnp.zeros((1, env_args.action_dim))
+    memory, reader = network_args.memory, FEED_FORWARD if config.sequences is None else config.sequences
+    actor = with_memory(DeterministicActor(network_args.actor_architecture, env_args.action_dim), memory)
+    critic = with_memory(QEnsemble(network_args.critic_architecture, n=2), memory)
+    if config.sequences is None:
+        buffer = ReplayBuffer(config.buffer_size, config.batch_size)
+    else:
+        sequences = config.sequences
+        n_sequences = config.batch_size // sequences.sequence_length
+        buffer = SequenceReplay(config.buffer_size, env_args.n_envs, n_sequences, sequences.window)
 
     def init(key: jax.Array) -> BaseAgentState:
         rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
+        actor_inputs = example_inputs(memory, env_args.observation_dim)
+        critic_inputs = example_inputs(memory, env_args.observation_dim, env_args.action_dim)
+        if memory is None:
+            collector = init_collector(env_key, env_args, buffer.init(env_args))
+        else:
+            carry = jax.tree.map(lambda x: x[0], initial_carry(memory, 1)) if config.sequences.stored_state else ()
+            collector = init_collector(env_key, env_args, buffer.init(env_args, carry))
+            collector = collector.replace(memory=fresh_carries(memory, ("actor",), env_args.n_envs))
         return BaseAgentState(
             rng=rng,
-            actor_state=new_train_state(actor, actor_key, actor_optimizer_args, obs_example, with_target=True),
-            critic_state=new_train_state(
-                critic, critic_key, critic_optimizer_args, obs_example, action_example, with_target=True
-            ),
-            collector_state=init_collector(env_key, env_args, buffer.init(env_args)),
+            actor_state=new_train_state(actor, actor_key, actor_optimizer_args, *actor_inputs, with_target=True),
+            critic_state=new_train_state(critic, critic_key, critic_optimizer_args, *critic_inputs, with_target=True),
+            collector_state=collector,
             eval_rng=eval_key,
             n_updates=jnp.zeros((), jnp.int32),
             n_logs=jnp.zeros((), jnp.int32),
@@ -78,22 +102,24 @@ def make_train(
         del transition  # TD3 learns from replay; the loop has already stored the step
         state, (sample_key, noise_key) = state.next_keys(2)
         batch = buffer.sample(state.collector_state.buffer_state, sample_key)
+        trained = reader.trained(batch)
 
+        # With memory the target actor burns in a carry of its own, as the online one does.
         next_action = smoothed_target_action(
-            actor.apply(state.actor_state.target_params, batch.next_obs),
+            reader.at_next_obs(actor, state.actor_state.target_params, batch, actor=True),
             noise_key,
             config.target_policy_noise,
             config.target_noise_clip,
         )
-        next_q = critic.apply(state.critic_state.target_params, batch.next_obs, next_action)
-        target = clipped_double_q_target(batch.reward, batch.terminated, next_q, config.gamma)
+        next_q = reader.at_next_obs(critic, state.critic_state.target_params, batch, next_action)
+        target = clipped_double_q_target(trained.reward, trained.terminated, next_q, config.gamma)
 
         def td_loss(params, target):
-            q = critic.apply(params, batch.obs, batch.action)
-            return jnp.sum(jnp.mean(jnp.square(q - target), axis=-1)), jnp.mean(q)
+            q = reader.at_obs(critic, params, batch, trained.action)
+            return jnp.sum(jnp.mean(jnp.square(q - target), axis=tuple(range(1, q.ndim)))), jnp.mean(q)
 
         critic_state, critic_loss, q_mean, critic_norm, critic_metrics = critic_step(
-            state.critic_state, td_loss, target, batch, state, extensions
+            state.critic_state, td_loss, target, trained, state, extensions
         )
 
         def delayed(operands):
@@ -101,11 +127,12 @@ def make_train(
             actor_state, critic_state = operands
 
             def policy_loss(params):
-                q = critic.apply(critic_state.params, batch.obs, actor.apply(params, batch.obs))
+                action = reader.at_obs(actor, params, batch, actor=True)
+                q = reader.at_obs(critic, critic_state.params, batch, action)
                 return deterministic_policy_loss(q[0]), ()
 
             actor_state, actor_loss, _, actor_norm, actor_metrics = actor_step(
-                actor_state, policy_loss, batch, state, extensions
+                actor_state, policy_loss, trained, state, extensions
             )
             actor_state = actor_state.replace(
                 target_params=polyak(actor_state.target_params, actor_state.params, config.tau)
@@ -131,11 +158,15 @@ def make_train(
     def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
         return jnp.min(critic.apply(state.critic_state.params, obs, action), axis=0)
 
-    pipeline = explore_pipeline(
-        gaussian_exploration(config.exploration_noise),
-        policy,
-        env_args,
-        warmup=lambda state: state.collector_state.timestep < config.learning_starts,
-    )
-    loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, value, config.gamma, expert=config.expert))
+    warmup = lambda state: state.collector_state.timestep < config.learning_starts  # noqa: E731
+    explore = gaussian_exploration(config.exploration_noise)
+    if memory is None:
+        pipeline = explore_pipeline(explore, policy, env_args, warmup=warmup)
+        evaluation = EvalPolicy(greedy, value, config.gamma, expert=config.expert)
+    else:
+        pipeline = recurrent_pipeline(actor, explore, env_args, warmup, config.sequences.stored_state)
+        deterministic = lambda action: (action, jnp.zeros(action.shape[:-1]))  # noqa: E731
+        minimum = lambda q: jnp.min(q, axis=0)  # noqa: E731
+        evaluation = recurrent_evaluation(actor, critic, memory, deterministic, minimum, config.gamma, config.expert)
+    loop = TrainLoop.create(env_args, run, extensions, evaluation)
     return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add, schedule=config.schedule)
