@@ -10,7 +10,9 @@ entries run elsewhere than the defaults: SAC/inverted_pendulum trains SAC on Bra
 inverted pendulum, whose episodes terminate, so the run exercises the auto-reset that
 computes a reset only on steps where an episode ended, and the terminal targets.
 PPO/gru and PPO/transformer are PPO's defaults with a memory of hidden size 64 (the
-transformer's window 32, 4 heads), trained by BPTT over whole rollouts.
+transformer's window 32, 4 heads), trained by BPTT over whole rollouts; SAC/gru and
+SAC/transformer are SAC's with the same memories, trained on replayed windows (16 steps
+after a burn-in of 8, 16 windows per batch of 256).
 
 For each agent: one 400-step warm-up call (its whole time, compilation included, is
 `compile_s`), then `--trials` measured calls, each on a freshly built agent, so each one
@@ -71,6 +73,12 @@ SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "SAC/inverted_pendulum": ("SAC", "inverted_pendulum", {"learning_starts": 1000}),
     "PPO/gru": ("PPO", "CartPole-v1", {"memory": {"kind": "gru", "hidden_size": 64}}),
     "PPO/transformer": ("PPO", "CartPole-v1", {"memory": {"kind": "transformer", "hidden_size": 64}}),
+    "SAC/gru": ("SAC", "Pendulum-v1", {"learning_starts": 1000, "memory": {"kind": "gru", "hidden_size": 64}}),
+    "SAC/transformer": (
+        "SAC",
+        "Pendulum-v1",
+        {"learning_starts": 1000, "memory": {"kind": "transformer", "hidden_size": 64}},
+    ),
 }
 
 

@@ -13,6 +13,7 @@ do.
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Through the environment, so that the processes tests start (the CLI's, the examples') compile alike.
@@ -80,6 +81,23 @@ def assert_same_state(a, b, rtol: float = 0.0) -> None:
     assert len(leaves_a) == len(leaves_b)
     for x, y in zip(leaves_a, leaves_b, strict=True):
         np.testing.assert_allclose(np.asarray(x, np.float64), np.asarray(y, np.float64), rtol=rtol, atol=rtol)
+
+
+def assert_split_through_checkpoint_equals_one_call(make_agent, total: int, half: int, path) -> Any:
+    """The resume contract through a file: `half` steps, saved and restored into a fresh
+    agent's skeleton, then the rest, equal one call of `total`; returns that call's state."""
+    from ajax.checkpoint import restore_into, save_checkpoint
+
+    whole, _ = make_agent().train(seed=[0, 1], n_timesteps=total)
+    first, _ = make_agent().train(seed=[0, 1], n_timesteps=half, total_timesteps=total)
+    saved = save_checkpoint(first, path)
+    fresh = make_agent()
+    skeleton, _ = fresh.train(seed=[0, 1], n_timesteps=0)
+    restored = restore_into(skeleton, saved)
+    assert_same_state(first, restored)  # the carries, episode starts and stored carries included
+    second, _ = fresh.train(initial_state=restored, n_timesteps=total - half, total_timesteps=total)
+    assert_same_state(whole, second)
+    return whole
 
 
 def count_conds(jaxpr) -> int:

@@ -15,14 +15,13 @@ from ajax import ASAC, REDQ, SAC, TD3
 from ajax.agents.recurrent import SequenceTraining, with_memory
 from ajax.agents.SAC.train_SAC import SoftActorCritic
 from ajax.buffers.sequence import SequenceReplay, SequenceStep
-from ajax.checkpoint import restore_into, save_checkpoint
 from ajax.environments.interaction import Transition, collect_experience
 from ajax.extensions.expert import ImitationLoss
 from ajax.networks.actor_critic import QEnsemble
 from ajax.networks.memory import MemoryConfig, initial_carry
 from ajax.networks.recurrent import Recurrent
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig
-from tests.conftest import agent_parts, assert_same_state, pd_expert
+from tests.conftest import agent_parts, assert_split_through_checkpoint_equals_one_call, pd_expert
 
 KINDS = ("gru", "lstm", "transformer", "mamba")
 TINY = ("8", "relu")
@@ -80,6 +79,30 @@ def test_a_full_replay_never_samples_across_its_oldest_and_newest_steps():
     steps = np.asarray(windows.transition.obs[..., 0]) // 10
     np.testing.assert_array_equal(np.diff(steps, axis=0), 1)
     assert steps.min() >= 13 and steps.max() <= 22  # the 10 steps each env still holds
+
+
+def test_adding_and_sampling_cost_the_same_whatever_the_capacity_and_never_scatter():
+    """A sample is a gather of its windows and an add a slice update: no operation's output
+    grows with the capacity but the replay's own lines, and no scatter (XLA's CPU backend
+    runs one index at a time)."""
+
+    def operations(capacity: int, fn) -> list[tuple[str, list]]:
+        replay = SequenceReplay(capacity, n_envs=2, n_sequences=8, length=4)
+        state = holding(replay.init(steps_env(2)))
+        jaxpr = jax.make_jaxpr(lambda state: fn(replay, state))(state)
+        return [(eqn.primitive.name, [var.aval.shape for var in eqn.outvars]) for eqn in jaxpr.eqns]
+
+    def sample(replay, state):
+        return replay.sample(state.collector_state.buffer_state, jax.random.PRNGKey(0))
+
+    def add(replay, state):
+        return replay.add(state, tick(0, 2)).collector_state.buffer_state.current_index
+
+    for fn in (sample, add):
+        small, large = operations(100, fn), operations(100_000, fn)
+        assert [name for name, _ in small] == [name for name, _ in large]
+        assert not any("scatter" in name for name, _ in small)
+    assert operations(100, sample) == operations(100_000, sample)
 
 
 def test_a_replay_shorter_than_a_window_per_env_is_refused():
@@ -284,15 +307,7 @@ def test_a_recurrent_replay_run_split_in_two_and_through_a_checkpoint_equals_one
     def agent():
         return sac(kind, AGENTS[name], stored_state=name in ("SAC", "TD3"), **EXTRA.get(name, {}))
 
-    whole, _ = agent().train(seed=[0, 1], n_timesteps=TOTAL)
-    first, _ = agent().train(seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL)
-    path = save_checkpoint(first, tmp_path / "state.ckpt")
-    fresh = agent()
-    skeleton, _ = fresh.train(seed=[0, 1], n_timesteps=0)
-    restored = restore_into(skeleton, path)
-    assert_same_state(first, restored)  # the carries, episode starts and stored carries included
-    second, _ = fresh.train(initial_state=restored, n_timesteps=TOTAL - HALF, total_timesteps=TOTAL)
-    assert_same_state(whole, second)
+    whole = assert_split_through_checkpoint_equals_one_call(agent, TOTAL, HALF, tmp_path / "state.ckpt")
     assert int(whole.n_updates[0]) > 0
     leaves = jax.tree.leaves(whole.collector_state.memory.carries)
     assert leaves and any(np.abs(np.asarray(leaf)).sum() > 0 for leaf in leaves)

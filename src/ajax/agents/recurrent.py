@@ -29,16 +29,16 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.buffers.sequence import SequenceStep
+from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.checks import require_counts
-from ajax.environments.interaction import ActionPipeline, Explore, Transition
+from ajax.environments.interaction import ActionPipeline, Explore, Transition, init_collector
 from ajax.environments.utils import ExpertInAgentUnits, uniform_action
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.networks.memory import MemoryConfig, initial_carry
 from ajax.networks.recurrent import MemoryCarries, Recurrent, fresh_carries
-from ajax.state import BaseAgentState, EnvironmentConfig
+from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig
 
-NETWORKS = ("actor", "critic")  # the memories an evaluation episode carries
+NETWORKS = ("actor", "critic")  # the networks with a memory, as PPO collects and every agent evaluates
 
 
 @struct.dataclass
@@ -150,6 +150,7 @@ def checked_sequence_training(
     *,
     defaults: tuple[int, int],
     batch_size: int,
+    buffer_size: int,
     learning_starts: int,
     n_envs: int,
 ) -> SequenceTraining | None:
@@ -184,6 +185,7 @@ def checked_sequence_training(
             f"{n_envs} env copies needs burn_in + sequence_length = {training.window} steps first. Set "
             f"learning_starts >= {n_envs * training.window}, or shorten the window."
         )
+    SequenceReplay(int(buffer_size), n_envs, batch_size // training.sequence_length, training.window)
     return training
 
 
@@ -195,6 +197,16 @@ def refuse_with_memory(agent: str, memory: MemoryConfig | None, **features: Any)
             f"{agent} with memory= does not take {', '.join(used)}: an expert acting or filling the replay, and "
             "gSDE's features, assume a feed-forward policy. Drop memory= or them."
         )
+
+
+def recurrent_collector(
+    key: jax.Array, env_args: EnvironmentConfig, buffer: SequenceReplay, training: SequenceTraining
+) -> CollectorState:
+    """The collector of a replay agent with memory: an empty trajectory replay (holding one
+    env's carry per step with stored state) and the actor's fresh memory."""
+    stored = jax.tree.map(lambda x: x[0], initial_carry(training.memory, 1)) if training.stored_state else ()
+    collector = init_collector(key, env_args, buffer.init(env_args, stored))
+    return collector.replace(memory=fresh_carries(training.memory, ("actor",), env_args.n_envs))
 
 
 def recurrent_pipeline(

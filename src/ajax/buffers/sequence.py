@@ -74,8 +74,23 @@ class SequenceReplay:
         extras = transition.extras
         step = SequenceStep(transition.replace(extras=()), extras["episode_start"], extras.get("carry", ()))
         collector = state.collector_state
-        buffer_state = self._buffer.add(collector.buffer_state, jax.tree.map(lambda x: x[:, None], step))
-        return state.replace(collector_state=collector.replace(buffer_state=buffer_state))
+        return state.replace(collector_state=collector.replace(buffer_state=self.append(collector.buffer_state, step)))
+
+    def append(self, buffer_state: Any, step: SequenceStep) -> Any:
+        """One time step into every env's line, as flashbax's add writes it but by a slice update:
+        its add scatters, which XLA's CPU backend runs one index at a time."""
+        index = buffer_state.current_index
+        experience = jax.tree.map(
+            lambda line, row: jax.lax.dynamic_update_slice_in_dim(line, row[:, None], index, axis=1),
+            buffer_state.experience,
+            step,
+        )
+        length = self.capacity // self.n_envs
+        return buffer_state.replace(
+            experience=experience,
+            current_index=(index + 1) % length,
+            is_full=buffer_state.is_full | (index + 1 >= length),
+        )
 
     def sample(self, buffer_state: Any, key: jax.Array) -> SequenceStep:
         """`n_sequences` windows, time-major: leaves (length, n_sequences, ...)."""

@@ -13,12 +13,11 @@ import pytest
 
 from ajax import APO, PPO
 from ajax.agents.PPO.train_PPO import ProximalActorCritic, chunk_starts, sequences
-from ajax.checkpoint import restore_into, save_checkpoint
 from ajax.environments.interaction import collect_experience
 from ajax.evaluate import evaluate
 from ajax.extensions.expert import ImitationLoss
 from ajax.networks.memory import MemoryConfig, initial_carry
-from tests.conftest import agent_parts, assert_same_state, pd_expert
+from tests.conftest import agent_parts, assert_split_through_checkpoint_equals_one_call, pd_expert
 
 KINDS = ("gru", "lstm", "transformer", "mamba")
 TINY = ("8", "tanh")
@@ -168,14 +167,6 @@ def test_a_recurrent_run_split_in_two_and_through_a_checkpoint_equals_one_call(k
     def agent():
         return ppo(kind, bptt_length=4, n_minibatches=2)
 
-    whole, _ = agent().train(seed=[0, 1], n_timesteps=TOTAL)
-    first, _ = agent().train(seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL)
-    path = save_checkpoint(first, tmp_path / "state.ckpt")
-    fresh = agent()
-    skeleton, _ = fresh.train(seed=[0, 1], n_timesteps=0)
-    restored = restore_into(skeleton, path)
-    assert_same_state(first, restored)  # the carries and episode starts included
-    second, _ = fresh.train(initial_state=restored, n_timesteps=TOTAL - HALF, total_timesteps=TOTAL)
-    assert_same_state(whole, second)
+    whole = assert_split_through_checkpoint_equals_one_call(agent, TOTAL, HALF, tmp_path / "state.ckpt")
     leaves = jax.tree.leaves(whole.collector_state.memory.carries)
     assert leaves and any(np.abs(np.asarray(leaf)).sum() > 0 for leaf in leaves)

@@ -41,8 +41,7 @@ def make_train(
         batch = sac.sample(state, sample_key)
         trained = sac.reader.trained(batch)
 
-        next_action, next_log_prob = sac.next_policy(state, batch).sample_and_log_prob(seed=next_key)
-        next_q = jnp.min(sac.next_q_values(state.critic_state.target_params, batch, next_action), axis=0)
+        next_action, next_log_prob, next_q = sac.next_values(state, batch, next_key, state.critic_state.target_params)
         target = differential_soft_target(
             trained.reward, trained.terminated, next_q, next_log_prob, sac.alpha(state), state.theta
         )

@@ -11,7 +11,6 @@ from ajax.agents.recurrent import checked_sequence_training, refuse_with_memory
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
-from ajax.buffers.sequence import SequenceReplay
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.deprecation import warn_inert
 from ajax.extensions import LOOP_PHASES, Extension
@@ -106,6 +105,7 @@ class SAC(ActorCritic):
             stored_state,
             defaults=SEQUENCE_DEFAULTS,
             batch_size=batch_size,
+            buffer_size=buffer_size,
             learning_starts=learning_starts,
             n_envs=n_envs,
         )
@@ -129,5 +129,3 @@ class SAC(ActorCritic):
         )
         if sequences is None:
             ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch
-        else:  # rejects a buffer shorter than a window per env
-            SequenceReplay(self.agent_config.buffer_size, n_envs, batch_size // sequence_length, sequences.window)

@@ -25,6 +25,7 @@ from ajax.agents.recurrent import (
     FEED_FORWARD,
     Reader,
     example_inputs,
+    recurrent_collector,
     recurrent_evaluation,
     recurrent_pipeline,
     with_memory,
@@ -45,9 +46,8 @@ from ajax.environments.obs_norm import raw_observation
 from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble, StateDependentNoiseActor
-from ajax.networks.memory import MemoryConfig, initial_carry
+from ajax.networks.memory import MemoryConfig
 from ajax.networks.optim import make_optimizer, new_train_state
-from ajax.networks.recurrent import fresh_carries
 from ajax.state import CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
 
@@ -166,10 +166,7 @@ class SoftActorCritic:
         if self.memory is None:
             collector = init_collector(key, self.env_args, self.buffer.init(self.env_args))
         else:
-            stored = self.config.sequences.stored_state
-            carry = jax.tree.map(lambda x: x[0], initial_carry(self.memory, 1)) if stored else ()
-            collector = init_collector(key, self.env_args, self.buffer.init(self.env_args, carry))
-            collector = collector.replace(memory=fresh_carries(self.memory, ("actor",), self.env_args.n_envs))
+            collector = recurrent_collector(key, self.env_args, self.buffer, self.config.sequences)
         if self.extensions.reads_episode_steps:
             collector = collector.replace(episode_steps=jnp.zeros((self.env_args.n_envs,), jnp.int32))
         return collector
@@ -222,6 +219,13 @@ class SoftActorCritic:
     def next_q_values(self, params: Any, batch: Transition | SequenceStep, action: jax.Array, n: int | None = None):
         """Every critic's Q(s', `action`) at the minibatch's next observations."""
         return self.reader.at_next_obs(self.critic(n), params, batch, action)
+
+    def next_values(
+        self, state: SoftACState, batch: Transition | SequenceStep, key: jax.Array, params: Any
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """a' ~ pi(.|s'), log pi(a'|s') and min_i Q_i(s', a') under `params`: what a soft target reads."""
+        next_action, next_log_prob = self.next_policy(state, batch).sample_and_log_prob(seed=key)
+        return next_action, next_log_prob, jnp.min(self.next_q_values(params, batch, next_action), axis=0)
 
     def critic_update(
         self, state: SoftACState, batch: Transition | SequenceStep, target: jax.Array
@@ -354,8 +358,7 @@ def make_train(
         batch = sac.sample(state, sample_key)
         trained = sac.reader.trained(batch)
 
-        next_action, next_log_prob = sac.next_policy(state, batch).sample_and_log_prob(seed=next_key)
-        next_q = jnp.min(sac.next_q_values(state.critic_state.target_params, batch, next_action), axis=0)
+        _, next_log_prob, next_q = sac.next_values(state, batch, next_key, state.critic_state.target_params)
         target = soft_q_target(
             trained.reward, trained.terminated, next_q, next_log_prob, sac.alpha(state), config.gamma
         )

@@ -11,7 +11,6 @@ from ajax.agents.recurrent import checked_sequence_training
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
-from ajax.buffers.sequence import SequenceReplay
 from ajax.checks import require_counts, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.schedule import Schedule, check_schedule
@@ -82,13 +81,12 @@ class TD3(ActorCritic):
             stored_state,
             defaults=SEQUENCE_DEFAULTS,
             batch_size=batch_size,
+            buffer_size=buffer_size,
             learning_starts=learning_starts,
             n_envs=n_envs,
         )
         if sequences is None:
             ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
-        else:  # rejects a buffer shorter than a window per env
-            SequenceReplay(int(buffer_size), n_envs, batch_size // sequence_length, sequences.window)
         self.agent_config = TD3Config(
             gamma=gamma,
             tau=tau,

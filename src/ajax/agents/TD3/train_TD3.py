@@ -15,6 +15,7 @@ from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, wh
 from ajax.agents.recurrent import (
     FEED_FORWARD,
     example_inputs,
+    recurrent_collector,
     recurrent_evaluation,
     recurrent_pipeline,
     with_memory,
@@ -28,9 +29,7 @@ from ajax.environments.interaction import Transition, explore_pipeline, gaussian
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import DeterministicActor, QEnsemble
-from ajax.networks.memory import initial_carry
 from ajax.networks.optim import new_train_state
-from ajax.networks.recurrent import fresh_carries
 from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
@@ -82,9 +81,7 @@ def make_train(
         if memory is None:
             collector = init_collector(env_key, env_args, buffer.init(env_args))
         else:
-            carry = jax.tree.map(lambda x: x[0], initial_carry(memory, 1)) if config.sequences.stored_state else ()
-            collector = init_collector(env_key, env_args, buffer.init(env_args, carry))
-            collector = collector.replace(memory=fresh_carries(memory, ("actor",), env_args.n_envs))
+            collector = recurrent_collector(env_key, env_args, buffer, config.sequences)
         return BaseAgentState(
             rng=rng,
             actor_state=new_train_state(actor, actor_key, actor_optimizer_args, *actor_inputs, with_target=True),
