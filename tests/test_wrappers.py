@@ -83,6 +83,15 @@ def test_zero_noise_is_the_identity():
         jax.tree.map(np.testing.assert_array_equal, got, want)
 
 
+def test_an_initial_state_fn_may_edit_the_state_the_inner_reset_drew():
+    """The README's form, fn(key, state, params): pin the angle and speed, keep the rest."""
+    pendulum, params = gymnax.make("Pendulum-v1")
+    env = InitialStateWrapper(pendulum, lambda key, state, _: state.replace(theta=jnp.asarray(0.5), theta_dot=0.0))
+    obs, state = env.reset(jax.random.PRNGKey(0), params)
+    np.testing.assert_allclose(obs, [np.cos(0.5), np.sin(0.5), 0.0], atol=1e-6)
+    assert int(state.time) == 0 and float(state.last_u) == 0.0
+
+
 def test_episodes_start_in_the_chosen_state_and_so_do_auto_resets():
     pendulum, params = gymnax.make("Pendulum-v1")
     params = params.replace(max_steps_in_episode=3)

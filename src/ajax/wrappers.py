@@ -14,6 +14,7 @@ which wrappers do not have.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -163,24 +164,47 @@ def _observation_fn(env: Any) -> Callable[[jax.Array, Any, Any], Any]:
 
 
 class InitialStateWrapper(Wrapper):
-    """Start every episode, including gymnax's auto-resets, in the state `fn(key, params)` returns.
+    """Start every episode, including gymnax's auto-resets, in the state `fn` returns.
 
-    `fn` is a JAX function returning the inner env's state type; set its `time` to 0, since
-    the inner env's time limit counts from it. The observation is the inner env's view of
-    that state, so a chosen start (Pendulum hanging down) looks like any other state.
+    `fn(key, params)` builds the inner env's state; `fn(key, state, params)` edits the state
+    the inner env's own reset drew (pinning Pendulum's angle and speed, say, keeps the
+    rest). Either way set `time` to 0 if you build one, since the inner env's time limit
+    counts from it. The observation is the inner env's view of that state, so a chosen start
+    (Pendulum hanging down) looks like any other state.
     """
 
-    def __init__(self, env: environment.Environment, fn: Callable[[jax.Array, Any], Any]):
+    def __init__(self, env: environment.Environment, fn: Callable[..., Any]):
         if not callable(fn):
-            raise TypeError(f"InitialStateWrapper needs fn(key, params) -> env_state, got {type(fn).__name__}.")
+            raise TypeError(
+                "InitialStateWrapper needs fn(key, params) -> env_state or fn(key, state, params) -> env_state, "
+                f"got {type(fn).__name__}."
+            )
         super().__init__(env)
         self.fn = fn
+        self.edits_reset = _positional_arity(fn) == 3
         self._observe = _observation_fn(env)
 
     def reset_env(self, key, params):
         state_key, obs_key = jax.random.split(key)
-        state = self.fn(state_key, params)
+        if self.edits_reset:
+            _, drawn = self.env.reset_env(state_key, params)
+            state = self.fn(state_key, drawn, params)
+        else:
+            state = self.fn(state_key, params)
         return self._observe(obs_key, state, params), state
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int | None:
+    """How many positional arguments `fn` takes (None when it takes any number)."""
+    try:
+        parameters = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = [p.kind for p in parameters]
+    if inspect.Parameter.VAR_POSITIONAL in kinds:
+        return None
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(kind in positional for kind in kinds)
 
 
 class ClipAction(Wrapper):
