@@ -56,6 +56,7 @@ import jax
 import numpy as np
 
 from ajax._compile_cache import cpu_model
+from ajax.environments.controllers import cartpole_push
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,13 +83,8 @@ SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
-def cartpole_expert(obs: Any) -> Any:
-    """DAgger's teacher on CartPole: push towards the side the pole falls to (scores 500)."""
-    return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype("int32")
-
-
 PINNED_KWARGS: dict[str, dict[str, Any]] = {
-    "DAgger": {"expert_policy": cartpole_expert},
+    "DAgger": {"expert_policy": cartpole_push},
     "SAC": {"learning_starts": 1000},
     "TD3": {"learning_starts": 1000},
     "REDQ": {"learning_starts": 1000},

@@ -28,23 +28,17 @@ import sys
 import time
 from pathlib import Path
 
-import jax.numpy as jnp
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from agent_bench import timed_train  # noqa: E402
 from ajax import SAC, TD3  # noqa: E402
+from ajax.environments.controllers import pendulum_pd  # noqa: E402
 from ajax.extensions.expert import ImitationLoss  # noqa: E402
 from ajax.extensions.expert_actions import EDGEExploration, JSRLCurriculum, ResidualPolicy  # noqa: E402
 from ajax.extensions.ibrl import IBRLTargets  # noqa: E402
 from ajax.extensions.online_cloning import OnlineCloning  # noqa: E402
 from ajax.extensions.pretrain import CloningPretrain  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
-
-
-def pd_expert(obs):
-    theta = jnp.arctan2(obs[..., 1], obs[..., 0])
-    return jnp.clip(-(2.0 * theta + 0.5 * obs[..., 2]), -2.0, 2.0)[..., None]
 
 
 def logged(agent, seeds, n_timesteps):
@@ -60,15 +54,15 @@ def sac_with(extension):
 
 VARIANTS = {
     "SAC": (lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000), timed_train),
-    "SAC+ImitationLoss": (sac_with(ImitationLoss(pd_expert)), timed_train),
-    "SAC+OnlineCloning": (sac_with(OnlineCloning(pd_expert)), timed_train),
-    "SAC+IBRLTargets": (sac_with(IBRLTargets(pd_expert)), timed_train),
-    "SAC+ResidualPolicy": (sac_with(ResidualPolicy(pd_expert)), timed_train),
-    "SAC+JSRLCurriculum": (sac_with(JSRLCurriculum(pd_expert)), timed_train),
-    "SAC+EDGEExploration": (sac_with(EDGEExploration(pd_expert)), timed_train),
+    "SAC+ImitationLoss": (sac_with(ImitationLoss(pendulum_pd)), timed_train),
+    "SAC+OnlineCloning": (sac_with(OnlineCloning(pendulum_pd)), timed_train),
+    "SAC+IBRLTargets": (sac_with(IBRLTargets(pendulum_pd)), timed_train),
+    "SAC+ResidualPolicy": (sac_with(ResidualPolicy(pendulum_pd)), timed_train),
+    "SAC+JSRLCurriculum": (sac_with(JSRLCurriculum(pendulum_pd)), timed_train),
+    "SAC+EDGEExploration": (sac_with(EDGEExploration(pendulum_pd)), timed_train),
     "SAC logged": (lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000), logged),
     "SAC logged+expert_policy": (
-        lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000, expert_policy=pd_expert),
+        lambda: SAC("Pendulum-v1", n_envs=4, learning_starts=1_000, expert_policy=pendulum_pd),
         logged,
     ),
 }
@@ -100,7 +94,7 @@ def main() -> None:
             print(json.dumps(rows[-1]), flush=True)
     pretrain_variants = {
         "TD3": (),
-        "TD3+CloningPretrain": (CloningPretrain(pd_expert, n_steps=1_000, epochs=2),),
+        "TD3+CloningPretrain": (CloningPretrain(pendulum_pd, n_steps=1_000, epochs=2),),
     }
     for name, extensions in () if args.only else pretrain_variants.items():
         times = []

@@ -25,33 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from ajax import zoo
 from ajax.agents.registry import AGENTS
 from ajax.buffers import collect_dataset
+from ajax.environments.controllers import cartpole_push, pendulum_swing_up
 from ajax.logging.wandb_logging import LoggingConfig
 
 RETURN = "Eval/episodic mean reward"
 RELU64 = ("64", "relu", "64", "relu")
 TANH64 = ("64", "tanh", "64", "tanh")
-
-
-def cartpole_expert(obs: Any) -> Any:
-    """Push the cart towards where the pole is falling: DAgger's expert."""
-    return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(jnp.int32)
-
-
-def swing_up_expert(obs: Any) -> Any:
-    """IQL's data (tests/agents/test_iql.py): energy pumping, u = -0.1 E theta_dot with E = 0
-    upright at rest, blended into a PD hold near the top by ((1 + cos theta) / 2)^4."""
-    cos, sin, theta_dot = obs[..., 0], obs[..., 1], obs[..., 2]
-    theta = jnp.arctan2(sin, cos)
-    energy = 0.5 * theta_dot**2 + 15.0 * (cos - 1.0)
-    height = ((1.0 + cos) / 2.0) ** 4
-    torque = height * -(10.0 * theta + 2.0 * theta_dot) + (1.0 - height) * (-0.1 * energy * theta_dot)
-    return jnp.clip(torque, -2.0, 2.0)[..., None]
 
 
 @dataclass(frozen=True)
@@ -120,14 +104,14 @@ CHECKS = (
     ),
     Check("AVG", "Pendulum-v1", 300_000, "defaults"),
     Check("UDRL", "CartPole-v1", 50_000, "defaults"),
-    Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_expert}),
+    Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_push}),
     Check(
         "IQL",
         "Pendulum-v1",
         10_000,
         "expert data",
         lambda: {
-            "dataset": collect_dataset("Pendulum-v1", swing_up_expert, 20_000, seed=0),
+            "dataset": collect_dataset("Pendulum-v1", pendulum_swing_up, 20_000, seed=0),
             "actor_architecture": RELU64,
             "critic_architecture": RELU64,
         },

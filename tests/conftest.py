@@ -28,6 +28,8 @@ jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from ajax.environments.controllers import cartpole_push as cartpole_expert  # noqa: E402, F401
+from ajax.environments.controllers import pendulum_pd as pd_expert  # noqa: E402, F401
 from ajax.environments.utils import StatefulExpert  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 
@@ -112,12 +114,6 @@ def count_conds(jaxpr) -> int:
     return count
 
 
-def pd_expert(obs):
-    """The Why Ajax page's PD controller on Pendulum, in env units ([-2, 2])."""
-    theta = jnp.arctan2(obs[..., 1], obs[..., 0])
-    return jnp.clip(-(2.0 * theta + 0.5 * obs[..., 2]), -2.0, 2.0)[..., None]
-
-
 def swing_up_expert(obs):
     """Energy pumping (E = theta_dot^2 / 2 + 15 cos theta, 15 upright at rest), a PD hold near the top.
 
@@ -134,11 +130,6 @@ def swing_up_expert(obs):
 def smooth_expert(obs):
     """A torque smooth in the observation ([-2, 2]), so a small network can clone it closely."""
     return jnp.clip(-(1.0 * obs[..., 1] + 0.3 * obs[..., 2]), -2.0, 2.0)[..., None]
-
-
-def cartpole_expert(obs):
-    """Push the cart towards where the pole is falling: right when angle + 0.5 * angular velocity > 0."""
-    return (obs[..., 2] + 0.5 * obs[..., 3] > 0).astype(jnp.int32)
 
 
 @dataclass(frozen=True)

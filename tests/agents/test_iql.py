@@ -15,6 +15,7 @@ from ajax.agents.IQL import IQL
 from ajax.agents.IQL.core import awr_policy_loss, awr_weight, expectile_loss, q_loss, value_loss, value_target
 from ajax.agents.IQL.networks import TanhMeanGaussianActor
 from ajax.buffers.dataset import Dataset, collect_dataset
+from ajax.environments.controllers import pendulum_swing_up
 from ajax.extensions import Extension
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.actor_critic import QEnsemble, ValueCritic
@@ -22,21 +23,6 @@ from tests.conftest import last_returns, pd_expert
 from tests.probe_envs import BestAction, EndlessReward
 
 SMALL = ("16", "relu")
-
-
-def swing_up(obs):
-    """Energy pumping far from the top, a PD stabiliser near it, blended smoothly by the height.
-
-    With E = theta_dot^2 / 2 + 15 (cos theta - 1) (0 upright at rest), Pendulum's dynamics
-    give dE/dt = 3 u theta_dot, so u = -0.1 E theta_dot drives E to 0; the weight
-    ((1 + cos theta) / 2)^4 hands over to u = -(10 theta + 2 theta_dot) near the top.
-    """
-    cos, sin, theta_dot = obs[..., 0], obs[..., 1], obs[..., 2]
-    theta = jnp.arctan2(sin, cos)
-    energy = 0.5 * theta_dot**2 + 15.0 * (cos - 1.0)
-    height = ((1.0 + cos) / 2.0) ** 4
-    torque = height * -(10.0 * theta + 2.0 * theta_dot) + (1.0 - height) * (-0.1 * energy * theta_dot)
-    return jnp.clip(torque, -2.0, 2.0)[..., None]
 
 
 # The maths by hand --------------------------------------------------------------------------
@@ -85,7 +71,7 @@ TOTAL, LOG = 64, 16
 
 @pytest.fixture(scope="module")
 def tiny_dataset():
-    return collect_dataset("Pendulum-v1", swing_up, 256, seed=0)
+    return collect_dataset("Pendulum-v1", pendulum_swing_up, 256, seed=0)
 
 
 def tiny_iql(dataset, **kwargs):
@@ -238,7 +224,7 @@ def test_time_limit_probe_bootstraps_through_truncations():
 
 @pytest.mark.slow
 def test_iql_learns_pendulum_close_to_the_expert():
-    dataset = collect_dataset("Pendulum-v1", swing_up, 20_000, seed=0)
+    dataset = collect_dataset("Pendulum-v1", pendulum_swing_up, 20_000, seed=0)
     relu64 = ("64", "relu", "64", "relu")
     agent = IQL("Pendulum-v1", dataset=dataset, actor_architecture=relu64, critic_architecture=relu64)
     scores = last_returns(agent, 10_000, 2_000)
