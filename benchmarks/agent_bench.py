@@ -5,14 +5,16 @@ discrete agents (and PPO, which does both) on CartPole-v1, continuous ones on
 Pendulum-v1, 4 envs, 8,000 steps, logging off. `PINNED_KWARGS` pins what the defaults
 would make meaningless at this budget: SAC-like agents learn from step 10,000 by default,
 so they are pinned to learning_starts=1000 and update within the run; DAgger is given a
-CartPole teacher. IQL, offline, is not benchmarked (`NOT_BENCHMARKED`). `SCENARIOS` adds
-entries run elsewhere than the defaults: SAC/inverted_pendulum trains SAC on Brax's
-inverted pendulum, whose episodes terminate, so the run exercises the auto-reset that
-computes a reset only on steps where an episode ended, and the terminal targets.
-PPO/gru and PPO/transformer are PPO's defaults with a memory of hidden size 64 (the
-transformer's window 32, 4 heads), trained by BPTT over whole rollouts; SAC/gru and
-SAC/transformer are SAC's with the same memories, trained on replayed windows (16 steps
-after a burn-in of 8, 16 windows per batch of 256).
+CartPole teacher; APG, which differentiates through its env, trains on a Pendulum
+tracking task (`pendulum_tracking`) with episodes of its horizon, 100. IQL, offline, is
+not benchmarked (`NOT_BENCHMARKED`). `SCENARIOS` adds entries run elsewhere than the
+defaults: SAC/inverted_pendulum trains SAC on Brax's inverted pendulum, whose episodes
+terminate, so the run exercises the auto-reset that computes a reset only on steps where
+an episode ended, and the terminal targets. PPO/gru and PPO/transformer are PPO's
+defaults with a memory of hidden size 64 (the transformer's window 32, 4 heads), trained
+by BPTT over whole rollouts; SAC/gru and SAC/transformer are SAC's with the same
+memories, trained on replayed windows (16 steps after a burn-in of 8, 16 windows per
+batch of 256).
 
 For each agent: one 400-step warm-up call (its whole time, compilation included, is
 `compile_s`), then `--trials` measured calls, each on a freshly built agent, so each one
@@ -83,7 +85,30 @@ SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
+def pendulum_tracking() -> Any:
+    """APG's task: Pendulum from rest hanging down, its angle from there following steps of up to
+    0.5 rad through a first-order reference model, episodes of 100 steps (tests/agents/test_apg.py's)."""
+    import gymnax
+    import jax.numpy as jnp
+
+    from ajax.environments.model_reference import LinearReferenceModel, ModelReferenceWrapper, StepReference
+    from ajax.wrappers import InitialStateWrapper
+
+    plant, _ = gymnax.make("Pendulum-v1")
+    plant = InitialStateWrapper(
+        plant, lambda key, state, _: state.replace(theta=jnp.asarray(jnp.pi), theta_dot=jnp.asarray(0.0))
+    )
+    reference = StepReference(horizon=100, min_value=-0.5, max_value=0.5, min_duration=20, max_duration=50)
+    model = LinearReferenceModel.first_order(a=0.9, b=0.1, c=1.0, d=0.0)
+    return ModelReferenceWrapper(plant, reference, model, output_fn=lambda obs: jnp.arctan2(-obs[1], -obs[0]))
+
+
+# Tasks that are no env id: the name the rows record, and how to build the env.
+TASKS = {"pendulum_tracking": pendulum_tracking}
+AGENT_TASKS = {"APG": "pendulum_tracking"}  # APG differentiates through its env: a tracking task, as its users'
+
 PINNED_KWARGS: dict[str, dict[str, Any]] = {
+    "APG": {"horizon": 100},
     "DAgger": {"expert_policy": cartpole_push},
     "SAC": {"learning_starts": 1000},
     "TD3": {"learning_starts": 1000},
@@ -190,6 +215,8 @@ def env_id_for(name: str) -> str:
 
     if name in SCENARIOS:
         return SCENARIOS[name][1]
+    if name in AGENT_TASKS:
+        return AGENT_TASKS[name]
     return ENV_IDS["continuous" if AGENTS[name].continuous is True else "discrete"]
 
 
@@ -198,7 +225,9 @@ def build_agent(name: str, n_envs: int = N_ENVS, overrides: dict[str, Any] | Non
 
     agent_name, _, pinned = SCENARIOS.get(name, (name, None, PINNED_KWARGS.get(name, {})))
     kwargs = {**pinned, **(overrides or {})}
-    return AGENTS[agent_name](env_id_for(name), n_envs=n_envs, **kwargs), kwargs
+    env_id = env_id_for(name)
+    env = TASKS[env_id]() if env_id in TASKS else env_id
+    return AGENTS[agent_name](env, n_envs=n_envs, **kwargs), kwargs
 
 
 def timed_train(agent: Any, seeds: list[int], n_timesteps: int) -> dict[str, Any]:

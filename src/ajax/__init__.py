@@ -4,6 +4,7 @@ from ajax import _compile_cache
 
 _compile_cache.configure()
 
+from ajax.agents.APG import APG  # noqa: E402
 from ajax.agents.APO import APO  # noqa: E402
 from ajax.agents.ASAC import ASAC  # noqa: E402
 from ajax.agents.AVG import AVG  # noqa: E402
@@ -17,4 +18,4 @@ from ajax.agents.SAC import SAC  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
 from ajax.agents.UDRL import UDRL  # noqa: E402
 
-__all__ = ["APO", "ASAC", "AVG", "DAgger", "DQN", "IQL", "PPO", "PQN", "REDQ", "SAC", "TD3", "UDRL"]
+__all__ = ["APG", "APO", "ASAC", "AVG", "DAgger", "DQN", "IQL", "PPO", "PQN", "REDQ", "SAC", "TD3", "UDRL"]

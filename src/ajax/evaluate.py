@@ -68,6 +68,8 @@ class EvalPolicy:
     # What the env executes for the greedy action, when part of the controller is not the
     # agent's (a residual policy's base controller); the value is still read at the agent's own.
     execute: ExecutedAction | None = None
+    # Metrics derived from the others, added to them: APG's M-RMSE from the return per step.
+    report: Callable[[dict[str, jax.Array]], dict[str, jax.Array]] | None = None
 
     def start(self, state: BaseAgentState, n: int) -> Any:
         """The carry of `n` episodes at their start: empty for a stateless policy."""
@@ -146,7 +148,7 @@ def evaluate(
         expert_return = expert_episodes(key, eval_env, policy.expert)
         metrics["Eval/episodic mean expert reward"] = expert_return
         metrics["Eval/expert bias"] = metrics["Eval/episodic mean reward"] - expert_return
-    return metrics
+    return policy.report(metrics) if policy.report is not None else metrics
 
 
 def expert_episodes(key: jax.Array, eval_env: EnvironmentConfig, expert: ExpertInAgentUnits) -> jax.Array:

@@ -39,6 +39,28 @@ class linear:  # noqa: N801 - used like a function: linear(start, end, steps)
         return self.start + fraction * (self.end - self.start)
 
 
+@dataclass(frozen=True)
+class warmup_cosine:  # noqa: N801 - used like a function: warmup_cosine(peak, warmup, total)
+    """A linear warm-up from 0 to `peak` over `warmup` steps, then a cosine to `final_fraction * peak`
+    at `total` steps, constant after: the learning-rate schedule of Busetto et al. 2024.
+
+    Steps are whatever the caller counts (APG counts updates, as optax's schedules do).
+    """
+
+    peak: float
+    warmup: int
+    total: int
+    final_fraction: float = 0.1
+
+    def __call__(self, step: jax.Array) -> jax.Array:
+        step = jnp.asarray(step, jnp.float32)
+        rising = self.peak * step / max(self.warmup, 1)
+        progress = jnp.clip((step - self.warmup) / max(self.total - self.warmup, 1), 0.0, 1.0)
+        floor = self.final_fraction * self.peak
+        falling = floor + (self.peak - floor) * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
+        return jnp.where(step < self.warmup, rising, falling)
+
+
 def check_schedule(name: str, schedule: Schedule, *, minimum: float = 0.0) -> None:
     """Reject a constant below `minimum`, NaN, inf or a bool at construction; a callable is checked by its author."""
     if not callable(schedule) and (isinstance(schedule, bool) or not minimum <= schedule < float("inf")):

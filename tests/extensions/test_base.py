@@ -42,6 +42,7 @@ FOLDED = {
     "PPO": {"actor_loss"},
     "APO": {"actor_loss"},
     "PQN": set(),
+    "APG": set(),
     "UDRL": {"actor_loss"},
     "DAgger": {"actor_loss"},
     "IQL": REPLAY_CRITIC,

@@ -178,6 +178,8 @@ class ActorCritic:
     name: ClassVar[str] = "ActorCritic"
     continuous: ClassVar[bool | None] = None  # the action space the agent acts in; None: both
     supports_memory: ClassVar[bool] = False
+    # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
+    update_metrics: ClassVar[bool] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     # What the batches its loss and target phases fold over carry: a replay's transitions.
     batch_fields: ClassVar[frozenset[str]] = REPLAY_FIELDS
@@ -374,7 +376,7 @@ class ActorCritic:
             state, rows = self._program(one_seed)(keys, counters_apart)
             state = jax.block_until_ready(state)
         nonfinite.report(state.nonfinite, names, on_nonfinite)
-        return state, (rows if logging_config is not None else None)
+        return state, (rows if logging_config is not None or self.update_metrics else None)
 
     def evaluate(self, state: BaseAgentState, num_episode_test: int = 10, seed: int = 0) -> dict[str, np.ndarray]:
         """Evaluate every seed of a trained (or restored) state: each metric per seed.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ajax.agents.APG import APG
 from ajax.agents.APO import APO
 from ajax.agents.ASAC import ASAC
 from ajax.agents.AVG import AVG
@@ -17,6 +18,7 @@ from ajax.agents.TD3 import TD3
 from ajax.agents.UDRL import UDRL
 
 AGENTS: dict[str, type[ActorCritic]] = {
+    "APG": APG,
     "APO": APO,
     "ASAC": ASAC,
     "AVG": AVG,

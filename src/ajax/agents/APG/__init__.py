@@ -1,0 +1,3 @@
+from ajax.agents.APG.APG import APG
+
+__all__ = ["APG"]

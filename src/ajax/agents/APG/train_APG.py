@@ -1,0 +1,158 @@
+"""APG on the shared loop's parts: each update a differentiable rollout and one optimiser step.
+
+No critic, no replay: an update rolls every env copy `horizon` steps from where the last
+update left it, under the current deterministic policy, and takes one step on
+`apg_loss(rewards)` with its gradient through the env's transitions
+(`environments.differentiable`). The envs continue from update to update, auto-resetting
+where episodes end, so with `horizon` equal to a tracking task's episode length each
+update is one episode of every copy.
+
+With evaluations the run is the loop's own (`TrainLoop.train`); without, a scan over the
+updates from the loop's fresh state, with its post_update fold, that returns each update's
+metrics in place of evaluations.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from ajax import nonfinite
+from ajax.agents.APG.core import apg_loss, m_rmse, matching_loss
+from ajax.agents.APG.state import APGConfig
+from ajax.agents.loop import RunSettings, TrainLoop, gradient_step
+from ajax.environments.differentiable import LoopState, closed_loop_rollout
+from ajax.environments.interaction import Transition, init_collector
+from ajax.environments.utils import flatten_observation, to_env_action
+from ajax.evaluate import EvalPolicy, flatten_metrics
+from ajax.extensions import ExtensionStack
+from ajax.networks.actor_critic import DeterministicActor
+from ajax.schedule import warmup_cosine
+from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+
+
+@struct.dataclass
+class PolicyAuxiliaries:
+    loss: jax.Array
+    matching_loss: jax.Array
+    m_rmse: jax.Array
+    actor_grad_norm: jax.Array
+
+
+@struct.dataclass
+class AuxiliaryLogs:
+    policy: PolicyAuxiliaries
+
+
+def optimizer(args: OptimizerConfig, config: APGConfig, n_updates: int) -> optax.GradientTransformation:
+    """Adam on the learning rate or its warm-up and cosine, after clipping the global norm."""
+    rate = args.learning_rate
+    if config.lr_schedule == "warmup_cosine":
+        rate = warmup_cosine(args.learning_rate, config.warmup_updates, n_updates)
+    adam = optax.adam(rate, b1=args.b1, b2=args.b2, eps=args.eps)
+    return adam if args.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
+
+
+def episodic_returns(collector: CollectorState, reward: jax.Array, done: jax.Array) -> CollectorState:
+    """The running and last finished returns after a rollout, as collection keeps them step by step."""
+
+    def step(carry: tuple[jax.Array, jax.Array], x: tuple[jax.Array, jax.Array]):
+        running, last = carry
+        reward, done = x
+        running = running + reward
+        return (jnp.where(done, 0.0, running), jnp.where(done, running, last)), None
+
+    start = (collector.episodic_return, collector.last_episodic_return)
+    (running, last), _ = jax.lax.scan(step, start, (reward, done))
+    return collector.replace(episodic_return=running, last_episodic_return=last)
+
+
+def make_train(
+    *,
+    env_args: EnvironmentConfig,
+    network_args: NetworkConfig,
+    actor_optimizer_args: OptimizerConfig,
+    critic_optimizer_args: OptimizerConfig,
+    agent_config: APGConfig,
+    extensions: ExtensionStack,
+    run: RunSettings,
+):
+    del critic_optimizer_args  # APG has no critic
+    config = agent_config
+    actor = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
+    per_update = config.horizon * env_args.n_envs
+    total_updates = -(-run.total_timesteps // per_update) + 1  # the on-policy loop's count over the horizon
+
+    def init(key: jax.Array) -> BaseAgentState:
+        rng, actor_key, env_key, eval_key = jax.random.split(key, 4)
+        params = actor.init(actor_key, jnp.zeros((1, env_args.observation_dim)))
+        tx = optimizer(actor_optimizer_args, config, total_updates)
+        return BaseAgentState(
+            rng=rng,
+            actor_state=LoopTrainState.create(apply_fn=actor.apply, params=params, tx=tx),
+            critic_state=None,
+            collector_state=init_collector(env_key, env_args),
+            eval_rng=eval_key,
+            n_updates=jnp.zeros((), jnp.int32),
+            n_logs=jnp.zeros((), jnp.int32),
+        )
+
+    def update(state: BaseAgentState) -> tuple[BaseAgentState, AuxiliaryLogs]:
+        state, (rollout_key,) = state.next_keys(1)
+        collector = state.collector_state
+        n_envs = env_args.n_envs
+        loop = LoopState(collector.env_state, collector.last_obs, (), jnp.zeros((n_envs,), bool))
+
+        def loss(params):
+            def policy(obs, carry, episode_start):
+                return to_env_action(actor.apply(params, flatten_observation(obs)), env_args), carry
+
+            after, rollout = closed_loop_rollout(
+                env_args.env, env_args.env_params, policy, loop, rollout_key, config.horizon
+            )
+            return apg_loss(rollout.reward), (after, rollout)
+
+        actor_state, value, (after, rollout), norm = gradient_step(state.actor_state, loss)
+        matching = matching_loss(rollout.reward)
+        done = rollout.terminated | rollout.truncated
+        collector = episodic_returns(collector, rollout.reward, done).replace(
+            env_state=jax.lax.stop_gradient(after.env_state),
+            last_obs=flatten_observation(jax.lax.stop_gradient(after.obs)),
+            timestep=collector.timestep + per_update,
+        )
+        seen = Transition(
+            rollout.obs, rollout.action, rollout.reward, rollout.obs, rollout.terminated, rollout.truncated
+        )
+        state = nonfinite.record(state, nonfinite.env_kinds([seen]))
+        state = state.replace(actor_state=actor_state, collector_state=collector)
+        return state, AuxiliaryLogs(PolicyAuxiliaries(value, matching, m_rmse(matching), norm))
+
+    def greedy(state: BaseAgentState, obs: jax.Array):
+        return actor.apply(state.actor_state.params, obs), jnp.zeros(obs.shape[0])
+
+    def with_m_rmse(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
+        """The evaluation episodes' M-RMSE: the root of minus the mean reward per step."""
+        per_step = metrics["Eval/episodic mean reward"] / metrics["Eval/mean episodic length"]
+        return {**metrics, "Eval/m_rmse": m_rmse(-per_step)}
+
+    evaluation = EvalPolicy(greedy, None, 1.0, report=with_m_rmse)
+    loop = TrainLoop.create(env_args, run, extensions, evaluation)
+    step = loop.updated(update)
+    n_updates = loop.rollouts(per_update)
+    if run.log_frequency is not None:
+        return loop.train(init, step, n_updates, steps_per_iteration=per_update)
+
+    fresh_state = loop.fresh_state(init)
+
+    def train(key: jax.Array, initial_state: BaseAgentState | None = None):
+        state = fresh_state(key) if initial_state is None else initial_state
+        state, aux = jax.lax.scan(lambda state, _: step(state), state, None, length=n_updates)
+        return state, flatten_metrics(aux)
+
+    # The same program for calls that differ only in where they start, as the loop's.
+    train.cache_key = (n_updates, run.total_timesteps)
+    train.fresh_state = fresh_state
+    train.evaluate = loop.evaluate
+    return train
