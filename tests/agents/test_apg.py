@@ -1,5 +1,8 @@
 """APG: its loss and metrics by hand, the warm-up and cosine schedule, a known-answer probe, the
-per-update metrics and Eval/m_rmse, refusals, and learning a pendulum tracking task."""
+per-update metrics and Eval/m_rmse, refusals, learning a pendulum tracking task; a controller
+with memory and a PID head (a recall probe only memory solves, step-wise equal to the
+sequence, resumed through a checkpoint), ImitationLoss, the contextual controller's settings
+and the curriculum."""
 
 import gymnax
 import jax
@@ -10,12 +13,19 @@ from flax import struct
 from gymnax.environments import environment, spaces
 
 from ajax import APG
+from ajax.agents.APG import CurriculumStage, train_curriculum
+from ajax.agents.APG.controller import ClosedLoopController, initial_controller_carry
 from ajax.agents.APG.core import apg_loss, m_rmse, matching_loss
+from ajax.agents.APG.state import APGConfig
 from ajax.environments.model_reference import LinearReferenceModel, ModelReferenceWrapper, StepReference
+from ajax.environments.system_class import FixedSystem, UniformPerturbation
+from ajax.extensions.expert import ImitationLoss
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.actor_critic import DeterministicActor
+from ajax.networks.memory import MemoryConfig
 from ajax.schedule import warmup_cosine
 from ajax.wrappers import InitialStateWrapper
+from tests.conftest import assert_split_through_checkpoint_equals_one_call
 from tests.probe_envs import EndlessReward, ProbeParams
 
 
@@ -87,15 +97,20 @@ def test_an_env_without_differentiable_transitions_and_bad_settings_are_refused(
         APG("Pendulum-v1", lr_schedule="cosine")
     with pytest.raises(ValueError, match="pass lr_schedule='warmup_cosine' with it"):
         APG("Pendulum-v1", warmup_updates=10)
-    with pytest.raises(NotImplementedError, match="APG has no recurrent memory"):
-        APG("Pendulum-v1", memory={"kind": "gru", "hidden_size": 8})
+    with pytest.raises(ValueError, match="weight_decay must lie in"):
+        APG("Pendulum-v1", weight_decay=-1.0)
+    expert = lambda obs: jnp.zeros(obs.shape[:-1] + (1,))  # noqa: E731
+    with pytest.raises(ValueError, match="pid_head=True takes no extensions"):
+        APG("Pendulum-v1", pid_head=True, extensions=(ImitationLoss(expert),))
+    with pytest.raises(ValueError, match="with memory= takes no extensions"):
+        APG("Pendulum-v1", memory={"kind": "gru", "hidden_size": 8}, extensions=(ImitationLoss(expert),))
 
 
 def test_a_logged_run_evaluates_the_m_rmse_and_an_unlogged_one_returns_each_updates_metrics():
     agent = APG("Pendulum-v1", n_envs=2, horizon=8, actor_architecture=("8", "tanh"), lr_schedule="warmup_cosine")
     _, metrics = agent.train(seed=[0], n_timesteps=64)
     assert set(metrics) == {"policy/loss", "policy/matching_loss", "policy/m_rmse", "policy/actor_grad_norm"}
-    assert metrics["policy/loss"].shape == (1, 5)  # 64 steps of 16, and the horizon's own update
+    assert metrics["policy/loss"].shape == (1, 2)  # 64 steps of 16, and the horizon's own update
     np.testing.assert_allclose(metrics["policy/m_rmse"], np.sqrt(metrics["policy/matching_loss"]), rtol=1e-6)
     _, evaluations = agent.train(seed=[0], n_timesteps=64, logging_config=LoggingConfig(log_frequency=32))
     per_step = evaluations["Eval/episodic mean reward"] / evaluations["Eval/mean episodic length"]
@@ -128,3 +143,167 @@ def test_apg_halves_the_matching_loss_of_a_pendulum_tracking_task_in_60_updates(
     matching = np.asarray(metrics["policy/matching_loss"])
     first, last = matching[:, :5].mean(axis=1), matching[:, -5:].mean(axis=1)
     assert (last < 0.5 * first).all(), (first, last)
+
+
+@struct.dataclass
+class CueState(environment.EnvState):
+    cue: jax.Array
+    time: int
+
+
+class CueMatch(environment.Environment):
+    """A cue c = +-0.5 shows at the first of 4 steps, then zeros; every step pays -(a - c)^2.
+
+    Seeing only the present, a policy can match the cue at the first step and must guess 0
+    after it (return -0.75 at best); with memory the best return is 0.
+    """
+
+    _supports_transition_gradients = True
+
+    @property
+    def default_params(self) -> ProbeParams:
+        return ProbeParams(max_steps_in_episode=4)
+
+    def reset_env(self, key, params):
+        cue = jnp.where(jax.random.bernoulli(key), 0.5, -0.5)
+        return jnp.reshape(cue, (1,)), CueState(cue=cue, time=0)
+
+    def step_env(self, key, state, action, params):
+        reward = -((jnp.reshape(action, ()) - state.cue) ** 2)
+        state = CueState(cue=state.cue, time=state.time + 1)
+        obs, state = self._apply_transition_gradient_policy(jnp.zeros(1), state)
+        return obs, state, reward, jnp.asarray(False), {}
+
+    def action_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1,))
+
+    def observation_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1,))
+
+
+def cue_match_loss(memory: dict | None) -> np.ndarray:
+    agent = APG(
+        CueMatch(), n_envs=16, horizon=4, actor_learning_rate=1e-2, actor_architecture=("16", "tanh"), memory=memory
+    )
+    _, metrics = agent.train(seed=[0, 1], n_timesteps=4 * 16 * 300)
+    return np.asarray(metrics["policy/loss"])[:, -20:].mean(axis=1)
+
+
+def test_apg_with_memory_recalls_the_cue_and_without_it_cannot():
+    """Minus the return over an episode of 4: 0.75 is the best a feed-forward policy reaches."""
+    assert (cue_match_loss({"kind": "gru", "hidden_size": 8}) < 0.2).all()
+    assert (cue_match_loss(None) > 0.7).all()
+
+
+@pytest.mark.parametrize("kind", ["gru", "transformer"])
+def test_the_controller_acting_step_by_step_equals_its_sequence_run(kind):
+    memory = MemoryConfig(kind=kind, hidden_size=8, num_heads=2, window=3)
+    controller = ClosedLoopController(("8", "tanh"), 2, memory, pid_head=True)
+    obs = jax.random.normal(jax.random.PRNGKey(1), (7, 3, 4))
+    resets = jnp.zeros((7, 3), bool).at[0].set(True).at[4, 1].set(True)
+    carry = initial_controller_carry(controller, 3)
+    params = controller.init(jax.random.PRNGKey(0), carry, obs, resets)
+    # Non-trivial gains, so the integral and difference count.
+    params = jax.tree_util.tree_map_with_path(
+        lambda path, x: x + 0.3 if "K_" in jax.tree_util.keystr(path) else x, params
+    )
+    after, whole = controller.apply(params, carry, obs, resets)
+    stepped, steps = carry, []
+    for t in range(7):
+        stepped, action = controller.apply(params, stepped, obs[t : t + 1], resets[t : t + 1])
+        steps.append(action[0])
+    np.testing.assert_allclose(np.stack(steps), whole, rtol=1e-5, atol=1e-6)
+    for a, b in zip(jax.tree.leaves(after), jax.tree.leaves(stepped), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_controller_with_memory_and_a_pid_head_resumes_through_a_checkpoint(tmp_path):
+    def make():
+        return APG(
+            "Pendulum-v1",
+            n_envs=2,
+            horizon=8,
+            actor_architecture=("8", "tanh"),
+            memory={"kind": "gru", "hidden_size": 8},
+            pid_head=True,
+        )
+
+    whole = assert_split_through_checkpoint_equals_one_call(make, 96, 40, tmp_path / "apg")
+    assert int(whole.collector_state.timestep[0]) == 112  # 96 steps of 16, and the horizon's own update
+    pid = whole.collector_state.memory.carries["actor"]["pid"]
+    assert np.abs(np.asarray(pid.integral)).max() > 0  # the PID's sum is carried, not restarted each update
+
+
+def test_an_imitation_loss_pulls_apg_towards_the_expert_against_the_return():
+    """ReachZero's return wants a = -1 at the start (the probe above); a heavy imitation term
+    (weight 1,000) wants the expert's +0.5. Calibration (2026-12-02), seeds 0 and 1 after 200
+    updates: a(1) = 0.519, 0.445, imitation loss 0.0003, 0.0023 (at weight 100: 0.38, 0.40,
+    the return's pull still visible)."""
+    expert = lambda obs: jnp.full(obs.shape[:-1] + (1,), 0.5)  # noqa: E731
+    agent = APG(
+        ReachZero(),
+        n_envs=4,
+        horizon=4,
+        actor_learning_rate=1e-2,
+        actor_architecture=("16", "tanh"),
+        extensions=(ImitationLoss(expert, weight=1000.0),),
+    )
+    state, metrics = agent.train(seed=[0, 1], n_timesteps=4 * 4 * 200)
+    actor = DeterministicActor(("16", "tanh"), 1)
+    at_start = jax.vmap(lambda params: actor.apply(params, jnp.ones((1, 1))))(state.actor_state.params)
+    np.testing.assert_allclose(np.asarray(at_start).ravel(), [0.5, 0.5], atol=0.1)
+    assert (np.asarray(metrics["imitation/loss"])[:, -1] < 0.01).all()
+
+
+def test_the_contextual_controller_has_the_papers_settings():
+    task = pendulum_tracking(-0.5, 0.5)
+    _, params = gymnax.make("Pendulum-v1")
+    agent = APG.contextual_controller(task, UniformPerturbation(params, ("m", "l"), 0.05), env_params=params)
+    assert agent.network_args.memory == MemoryConfig(
+        kind="transformer", hidden_size=128, num_layers=8, num_heads=4, window=100
+    )
+    assert agent.network_args.actor_architecture == ()
+    config = agent.agent_config
+    assert (config.horizon, config.lr_schedule, config.pid_head, config.weight_decay) == (
+        100,
+        "warmup_cosine",
+        True,
+        0.0,
+    )
+    optimizer = agent.actor_optimizer_args
+    assert (optimizer.learning_rate, optimizer.b1, optimizer.b2, optimizer.max_grad_norm) == (5e-4, 0.9, 0.95, 1.0)
+    assert agent.env_args.max_episode_steps == 100  # the task's episode, not the plant's 200
+    assert config.warmup(100_000) == 5_000 and config.warmup(1_000) == 100  # the paper's, or a tenth of the run
+    assert APGConfig(1, "warmup_cosine", 7).warmup(10) == 7
+    with pytest.raises(ValueError, match="pass horizon="):
+        APG.contextual_controller(gymnax.make("Pendulum-v1")[0], FixedSystem(params))
+
+
+SMALL_CONTROLLER = dict(n_envs=4, num_layers=1, hidden_size=8, num_heads=2, context=8, horizon=8)
+
+
+def test_each_curriculum_stage_starts_from_the_last_ones_controller():
+    task = pendulum_tracking(-0.5, 0.5)
+    _, params = gymnax.make("Pendulum-v1")
+    first = APG.contextual_controller(task, FixedSystem(params), env_params=params, **SMALL_CONTROLLER)
+    # A rate too small to move anything: the second stage ends where the first left the controller.
+    still = APG.contextual_controller(
+        task, UniformPerturbation(params, ("m",), 0.1), env_params=params, learning_rate=1e-12, **SMALL_CONTROLLER
+    )
+    (state, metrics), stages = train_curriculum([CurriculumStage(first, 64), CurriculumStage(still, 32)], seed=[0])
+    assert len(stages) == 2 and state is stages[1][0] and metrics["policy/loss"].shape == (1, 2)
+    for before, after in zip(
+        jax.tree.leaves(stages[0][0].actor_state.params), jax.tree.leaves(state.actor_state.params), strict=True
+    ):
+        np.testing.assert_allclose(before, after, atol=1e-8)
+    assert not np.allclose(
+        jax.tree.leaves(stages[0][0].actor_state.params)[0],
+        jax.tree.leaves(first.train(seed=[0], n_timesteps=0)[0].actor_state.params)[0],
+    )
+    other = APG.contextual_controller(
+        task, FixedSystem(params), env_params=params, **{**SMALL_CONTROLLER, "hidden_size": 4}
+    )
+    with pytest.raises(ValueError, match="Stage 1 cannot start from stage 0's controller"):
+        train_curriculum([CurriculumStage(first, 32), CurriculumStage(other, 32)])
+    with pytest.raises(ValueError, match="n_timesteps must be a positive integer"):
+        CurriculumStage(first, 0)

@@ -87,7 +87,14 @@ def test_memory_on_an_agent_without_it(name):
 
 
 def test_the_agents_with_memory_are_the_ones_the_docs_list():
-    assert sorted(name for name in AGENTS if AGENTS[name].supports_memory) == ["ASAC", "PPO", "REDQ", "SAC", "TD3"]
+    assert sorted(name for name in AGENTS if AGENTS[name].supports_memory) == [
+        "APG",
+        "ASAC",
+        "PPO",
+        "REDQ",
+        "SAC",
+        "TD3",
+    ]
 
 
 @pytest.mark.parametrize("name", ["TD3", "REDQ", "ASAC", "AVG"])

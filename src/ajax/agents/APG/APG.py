@@ -7,13 +7,20 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ajax.agents.APG.state import APGConfig
-from ajax.agents.APG.train_APG import make_train
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
-from ajax.checks import require_counts
+from ajax.agents.APG.train_APG import VisitedStates, make_train
+from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
+from ajax.checks import require_counts, require_in_interval
 from ajax.environments.differentiable import with_gradients
+from ajax.environments.system_class import SystemClass, SystemClassWrapper
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.networks.memory import MemoryConfig
 
 LR_SCHEDULES = (None, "warmup_cosine")
+
+
+def is_unit_rate(value: Any) -> bool:
+    """A number in [0, 1): an exponential decay rate such as Adam's betas."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value < 1.0
 
 
 class APG(ActorCritic):
@@ -29,11 +36,18 @@ class APG(ActorCritic):
     env copies. `lr_schedule="warmup_cosine"` warms the rate up over `warmup_updates` and
     decays it by a cosine to a tenth over the run. Without a LoggingConfig, `train` returns
     each update's metrics (loss, matching loss, M-RMSE) in place of evaluations.
+
+    `memory=` puts a GRU, LSTM, transformer or Mamba between the layers and the output,
+    and `pid_head=True` ends the actor in a PID layer with learned gains (`ajax.modules`);
+    either makes the controller carry its state through each episode.
+    `APG.contextual_controller` builds Busetto et al.'s in-context controller from both.
     """
 
     name: ClassVar[str] = "APG"
     continuous: ClassVar[bool | None] = True
-    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
+    supports_memory: ClassVar[bool] = True
+    supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
+    batch_fields: ClassVar[frozenset[str]] = field_names(VisitedStates)
     update_metrics: ClassVar[bool] = True
     make_train = staticmethod(make_train)
 
@@ -46,7 +60,10 @@ class APG(ActorCritic):
         horizon: int = 32,
         max_grad_norm: float | None = 1.0,
         lr_schedule: str | None = None,
-        warmup_updates: int = 0,
+        warmup_updates: int | None = 0,
+        betas: tuple[float, float] = (0.7, 0.95),
+        weight_decay: float = 0.0,
+        pid_head: bool = False,
         episode_length: int | None = None,
         action_repeat: int = 1,
         env_params: Any = None,
@@ -64,16 +81,95 @@ class APG(ActorCritic):
             )
         )
         require_counts(horizon=horizon)
-        require_counts(0, warmup_updates=warmup_updates)
+        if warmup_updates is not None:
+            require_counts(0, warmup_updates=warmup_updates)
         if lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}.")
-        if warmup_updates and lr_schedule is None:
+        if warmup_updates != 0 and lr_schedule is None:
             raise ValueError("warmup_updates warms the learning rate up: pass lr_schedule='warmup_cosine' with it.")
+        if not (isinstance(betas, tuple | list) and len(betas) == 2 and all(is_unit_rate(b) for b in betas)):
+            raise ValueError(f"betas must be Adam's two decay rates (b1, b2), each in [0, 1), got {betas!r}.")
+        require_in_interval("[0, inf)", weight_decay=weight_decay)
+        if not isinstance(pid_head, bool):
+            raise ValueError(f"pid_head must be True or False, got {pid_head!r}.")
+        if pid_head and self.extensions.extensions:
+            raise ValueError(
+                "APG with pid_head=True takes no extensions yet: ImitationLoss reads a feed-forward actor. "
+                "Drop pid_head or the extensions."
+            )
         self.env_args = dataclasses.replace(self.env_args, env=with_gradients(self.env_args.env))
-        # Brax's APG: Adam with beta1 0.7, beta2 0.95.
-        self.actor_optimizer_args = dataclasses.replace(self.actor_optimizer_args, b1=0.7, b2=0.95)
-        self.agent_config = APGConfig(horizon=int(horizon), lr_schedule=lr_schedule, warmup_updates=int(warmup_updates))
+        self.actor_optimizer_args = dataclasses.replace(
+            self.actor_optimizer_args, b1=float(betas[0]), b2=float(betas[1])
+        )
+        self.agent_config = APGConfig(
+            horizon=int(horizon),
+            lr_schedule=lr_schedule,
+            warmup_updates=None if warmup_updates is None else int(warmup_updates),
+            weight_decay=float(weight_decay),
+            pid_head=pid_head,
+        )
 
     def rollout_steps(self) -> int:
         """Env steps per update, over every copy: APG's budgets are counted as an on-policy agent's."""
         return self.agent_config.horizon * int(self.env_args.n_envs)
+
+    @classmethod
+    def contextual_controller(
+        cls,
+        task: Any,
+        system_class: SystemClass,
+        env_params: Any = None,
+        *,
+        n_envs: int = 32,
+        horizon: int | None = None,
+        learning_rate: float = 5e-4,
+        num_layers: int = 8,
+        num_heads: int = 4,
+        hidden_size: int = 128,
+        context: int = 100,
+        warmup_updates: int | None = None,
+        weight_decay: float = 0.0,
+        max_grad_norm: float | None = 1.0,
+    ) -> APG:
+        """Busetto et al.'s contextual controller (2024, arXiv:2411.06482) on `task` across `system_class`.
+
+        Every episode of every copy runs a system drawn from the class; the controller reads
+        the tracking error and its previous input (a `ModelReferenceWrapper` task's
+        observation) through a transformer that sees the last `context` steps, and a PID
+        layer maps its output to the input. The paper's settings: 8 layers, 4 heads, width
+        128, context 100; AdamW (0.9, 0.95), rate 5e-4, no weight decay, a warm-up
+        (its 5,000 iterations, or a tenth of a shorter run) then a cosine to a tenth;
+        gradients clipped to a global norm of 1 (without it, back-propagation over 100
+        steps across a class diverged in an earlier re-implementation). The horizon is the
+        task's episode (`task.reference.horizon`), so each update is one whole episode of
+        every copy, and the episode's time limit is the task's, whatever `env_params` set. `n_envs`,
+        the batch of episodes per update, is Ajax's choice.
+        """
+        reference = getattr(task, "reference", None)
+        if horizon is None:
+            if reference is None:
+                raise ValueError(
+                    "contextual_controller takes its horizon from a ModelReferenceWrapper task's reference; "
+                    f"{type(task).__name__} has none, so pass horizon= (the episode's length)."
+                )
+            horizon = reference.horizon
+        memory = MemoryConfig(
+            kind="transformer", hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads, window=context
+        )
+        return cls(
+            SystemClassWrapper(task, system_class),
+            n_envs=n_envs,
+            actor_learning_rate=learning_rate,
+            actor_architecture=(),
+            horizon=horizon,
+            max_grad_norm=max_grad_norm,
+            lr_schedule="warmup_cosine",
+            warmup_updates=warmup_updates,
+            betas=(0.9, 0.95),
+            weight_decay=weight_decay,
+            pid_head=True,
+            # The task's episode, whatever limit the plant's own params set.
+            episode_length=None if reference is None else reference.horizon,
+            env_params=env_params,
+            memory=memory,
+        )

@@ -10,9 +10,17 @@ update is one episode of every copy.
 With evaluations the run is the loop's own (`TrainLoop.train`); without, a scan over the
 updates from the loop's fresh state, with its post_update fold, that returns each update's
 metrics in place of evaluations.
+
+A controller with a memory or a PID head (`controller.py`) acts step by step in the loop
+with its carry, which the collector keeps between updates, cut from the graph, beside the
+episode starts that zero it: truncated back-propagation through time at the horizon. The
+extensions' actor_loss phase (ImitationLoss) folds into the loss on the states the rollout
+visited, held fixed.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,15 +28,17 @@ import optax
 from flax import struct
 
 from ajax import nonfinite
+from ajax.agents.APG.controller import ClosedLoopController, initial_controller_carry
 from ajax.agents.APG.core import apg_loss, m_rmse, matching_loss
 from ajax.agents.APG.state import APGConfig
 from ajax.agents.loop import RunSettings, TrainLoop, gradient_step
 from ajax.environments.differentiable import LoopState, closed_loop_rollout
 from ajax.environments.interaction import Transition, init_collector
 from ajax.environments.utils import flatten_observation, to_env_action
-from ajax.evaluate import EvalPolicy, flatten_metrics
+from ajax.evaluate import EvalPolicy, PolicyCarry, flatten_metrics
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import DeterministicActor
+from ajax.networks.recurrent import MemoryCarries
 from ajax.schedule import warmup_cosine
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
@@ -44,14 +54,22 @@ class PolicyAuxiliaries:
 @struct.dataclass
 class AuxiliaryLogs:
     policy: PolicyAuxiliaries
+    extensions: dict  # the actor_loss extensions' metrics (imitation/loss), logged under their own names
+
+
+@struct.dataclass
+class VisitedStates:
+    """What an actor_loss extension reads of a rollout: the observations it visited, (T * N, D)."""
+
+    obs: jax.Array
 
 
 def optimizer(args: OptimizerConfig, config: APGConfig, n_updates: int) -> optax.GradientTransformation:
-    """Adam on the learning rate or its warm-up and cosine, after clipping the global norm."""
+    """AdamW (Adam at zero decay) on the rate or its warm-up and cosine, after clipping the global norm."""
     rate = args.learning_rate
     if config.lr_schedule == "warmup_cosine":
-        rate = warmup_cosine(args.learning_rate, config.warmup_updates, n_updates)
-    adam = optax.adam(rate, b1=args.b1, b2=args.b2, eps=args.eps)
+        rate = warmup_cosine(args.learning_rate, config.warmup(n_updates), n_updates)
+    adam = optax.adamw(rate, b1=args.b1, b2=args.b2, eps=args.eps, weight_decay=config.weight_decay)
     return adam if args.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
 
 
@@ -81,19 +99,41 @@ def make_train(
 ):
     del critic_optimizer_args  # APG has no critic
     config = agent_config
-    actor = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
-    per_update = config.horizon * env_args.n_envs
+    n_envs = env_args.n_envs
+    stateful = network_args.memory is not None or config.pid_head
+    if stateful:
+        controller = ClosedLoopController(
+            network_args.actor_architecture, env_args.action_dim, network_args.memory, config.pid_head
+        )
+    else:
+        actor = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
+    per_update = config.horizon * n_envs
     total_updates = -(-run.total_timesteps // per_update) + 1  # the on-policy loop's count over the horizon
+
+    def act(params: Any, obs: jax.Array, carry: Any, episode_start: jax.Array) -> tuple[jax.Array, Any]:
+        """The actions in agent units for observations (N, D), and the carry after them."""
+        if not stateful:
+            return actor.apply(params, obs), carry
+        carry, action = controller.apply(params, carry, obs[None], episode_start[None])
+        return action[0], carry
 
     def init(key: jax.Array) -> BaseAgentState:
         rng, actor_key, env_key, eval_key = jax.random.split(key, 4)
-        params = actor.init(actor_key, jnp.zeros((1, env_args.observation_dim)))
+        obs = jnp.zeros((1, env_args.observation_dim))
+        collector = init_collector(env_key, env_args)
+        if stateful:
+            params = controller.init(actor_key, initial_controller_carry(controller, 1), obs[None], jnp.ones((1, 1)))
+            carries = {"actor": initial_controller_carry(controller, n_envs)}
+            collector = collector.replace(memory=MemoryCarries(carries, jnp.ones((n_envs,), bool)))
+            apply_fn = controller.apply
+        else:
+            params, apply_fn = actor.init(actor_key, obs), actor.apply
         tx = optimizer(actor_optimizer_args, config, total_updates)
         return BaseAgentState(
             rng=rng,
-            actor_state=LoopTrainState.create(apply_fn=actor.apply, params=params, tx=tx),
+            actor_state=LoopTrainState.create(apply_fn=apply_fn, params=params, tx=tx),
             critic_state=None,
-            collector_state=init_collector(env_key, env_args),
+            collector_state=collector,
             eval_rng=eval_key,
             n_updates=jnp.zeros((), jnp.int32),
             n_logs=jnp.zeros((), jnp.int32),
@@ -102,42 +142,64 @@ def make_train(
     def update(state: BaseAgentState) -> tuple[BaseAgentState, AuxiliaryLogs]:
         state, (rollout_key,) = state.next_keys(1)
         collector = state.collector_state
-        n_envs = env_args.n_envs
-        loop = LoopState(collector.env_state, collector.last_obs, (), jnp.zeros((n_envs,), bool))
+        if stateful:
+            memory = collector.memory
+            loop = LoopState(collector.env_state, collector.last_obs, memory.carries["actor"], memory.episode_start)
+        else:
+            loop = LoopState(collector.env_state, collector.last_obs, (), jnp.zeros((n_envs,), bool))
 
         def loss(params):
             def policy(obs, carry, episode_start):
-                return to_env_action(actor.apply(params, flatten_observation(obs)), env_args), carry
+                action, carry = act(params, flatten_observation(obs), carry, episode_start)
+                return to_env_action(action, env_args), carry
 
             after, rollout = closed_loop_rollout(
                 env_args.env, env_args.env_params, policy, loop, rollout_key, config.horizon
             )
-            return apg_loss(rollout.reward), (after, rollout)
+            visited = VisitedStates(jax.lax.stop_gradient(flatten_observation(rollout.obs).reshape(per_update, -1)))
+            extra, metrics = extensions.fold_actor_loss(state, visited, params)
+            return apg_loss(rollout.reward) + extra, (after, rollout, metrics)
 
-        actor_state, value, (after, rollout), norm = gradient_step(state.actor_state, loss)
+        actor_state, value, (after, rollout, metrics), norm = gradient_step(state.actor_state, loss)
         matching = matching_loss(rollout.reward)
         done = rollout.terminated | rollout.truncated
+        after = jax.lax.stop_gradient(after)
         collector = episodic_returns(collector, rollout.reward, done).replace(
-            env_state=jax.lax.stop_gradient(after.env_state),
-            last_obs=flatten_observation(jax.lax.stop_gradient(after.obs)),
+            env_state=after.env_state,
+            last_obs=flatten_observation(after.obs),
             timestep=collector.timestep + per_update,
         )
+        if stateful:
+            collector = collector.replace(memory=MemoryCarries({"actor": after.carry}, after.episode_start))
         seen = Transition(
             rollout.obs, rollout.action, rollout.reward, rollout.obs, rollout.terminated, rollout.truncated
         )
         state = nonfinite.record(state, nonfinite.env_kinds([seen]))
         state = state.replace(actor_state=actor_state, collector_state=collector)
-        return state, AuxiliaryLogs(PolicyAuxiliaries(value, matching, m_rmse(matching), norm))
+        return state, AuxiliaryLogs(PolicyAuxiliaries(value, matching, m_rmse(matching), norm), metrics)
 
     def greedy(state: BaseAgentState, obs: jax.Array):
         return actor.apply(state.actor_state.params, obs), jnp.zeros(obs.shape[0])
+
+    def carried_greedy(state: BaseAgentState, obs: jax.Array, carry: tuple[Any, jax.Array]):
+        """The controller with its carry through an evaluation episode (one per env: no reset after the first)."""
+        carry, episode_start = carry
+        action, carry = act(state.actor_state.params, obs, carry, episode_start)
+        return action, jnp.zeros(obs.shape[0]), (carry, jnp.zeros_like(episode_start))
 
     def with_m_rmse(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
         """The evaluation episodes' M-RMSE: the root of minus the mean reward per step."""
         per_step = metrics["Eval/episodic mean reward"] / metrics["Eval/mean episodic length"]
         return {**metrics, "Eval/m_rmse": m_rmse(-per_step)}
 
-    evaluation = EvalPolicy(greedy, None, 1.0, report=with_m_rmse)
+    if stateful:
+        start = PolicyCarry(
+            init=lambda state, n: (initial_controller_carry(controller, n), jnp.ones((n,), bool)),
+            advance=lambda carry, reward: carry,
+        )
+        evaluation = EvalPolicy(carried_greedy, None, 1.0, carry=start, report=with_m_rmse)
+    else:
+        evaluation = EvalPolicy(greedy, None, 1.0, report=with_m_rmse)
     loop = TrainLoop.create(env_args, run, extensions, evaluation)
     step = loop.updated(update)
     n_updates = loop.rollouts(per_update)
