@@ -212,6 +212,8 @@ class _TransformerLayer(nn.Module):
         # `window` static slices, so the cost grows as T * window rather than T^2, and the backward
         # pass adds slices back instead of scattering into a gather's indices.
         def band(sequence: jax.Array) -> jax.Array:
+            if steps == 1:  # acting: the band is all of [cache; step]; window slices would cost window^2 backwards
+                return sequence[None]
             return jnp.stack([sequence[w : w + steps] for w in range(window)], axis=1)  # (T, window, ...)
 
         visible = band(key_episode) == episode[:, None]  # (T, window, B): same episode; every step sees itself
