@@ -9,13 +9,16 @@ dataclasses passed as static arguments: they fix shapes and Python-level branche
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import jax
 from flax import struct
 from flax.training.train_state import TrainState
 
 from ajax.environments.obs_norm import NormalizationConfig
+
+if TYPE_CHECKING:
+    from ajax.modules.pid_actor import PIDPolicy
 
 
 class LoopTrainState(TrainState):
@@ -93,9 +96,13 @@ class EnvironmentConfig:
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Hidden layers as alternating width and activation strings, e.g. ("64", "tanh", "64", "tanh")."""
+    """Hidden layers as alternating width and activation strings, e.g. ("64", "tanh", "64", "tanh").
 
-    actor_architecture: tuple[str, ...]
+    The actor's may instead be a `PIDPolicy` (`ajax.modules`): the agent builds a PID actor
+    on the PID terms its env then carries.
+    """
+
+    actor_architecture: tuple[str, ...] | PIDPolicy
     critic_architecture: tuple[str, ...]
     memory: Any = None  # networks.memory.MemoryConfig: encoder -> memory -> head when set
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -25,10 +26,12 @@ from ajax.checks import is_count, require_finite_positive, require_in_interval
 from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
+from ajax.environments.pid_terms import PIDTerms
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import recording
+from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
 from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
@@ -85,6 +88,17 @@ def _seeds(seed: int | Sequence[int]) -> list[int]:
     if len(set(map(int, seeds))) < len(seeds):
         raise ValueError(f"seed= repeats a seed ({list(seed)}): repeated seeds train the same run twice.")
     return [int(value) for value in seeds]
+
+
+def _pid_agents() -> str:
+    """The agents that build a PID actor, by name, for a refusal to point at."""
+    names, classes = set(), list(ActorCritic.__subclasses__())
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        if cls.pid_actor_form is not None:
+            names.add(cls.name)
+    return ", ".join(sorted(names))
 
 
 def shared_counters(state: BaseAgentState) -> dict[str, int]:
@@ -178,6 +192,9 @@ class ActorCritic:
     name: ClassVar[str] = "ActorCritic"
     continuous: ClassVar[bool | None] = None  # the action space the agent acts in; None: both
     supports_memory: ClassVar[bool] = False
+    # The PID actor an `actor_architecture=PIDPolicy(...)` builds ("deterministic", "squashed",
+    # "gaussian": `ajax.modules.pid_actor.FORMS`); None: the agent refuses a PIDPolicy.
+    pid_actor_form: ClassVar[str | None] = None
     # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
     update_metrics: ClassVar[bool] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
@@ -191,7 +208,7 @@ class ActorCritic:
         n_envs: int,
         actor_learning_rate: float,
         critic_learning_rate: float,
-        actor_architecture: Sequence[str],
+        actor_architecture: Sequence[str] | PIDPolicy,
         critic_architecture: Sequence[str],
         max_grad_norm: float | None,
         episode_length: int | None = None,
@@ -218,12 +235,19 @@ class ActorCritic:
             bool(normalize_observations), bool(normalize_rewards), 0.99 if gamma is None else float(gamma)
         )
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
-        parse_architecture(actor_architecture)
+        if isinstance(actor_architecture, PIDPolicy):
+            self.env_args = self._with_pid_terms(actor_architecture, memory, normalize_observations)
+        else:
+            parse_architecture(actor_architecture)
+            actor_architecture = tuple(map(str, actor_architecture))
+        if isinstance(critic_architecture, PIDPolicy):
+            raise TypeError(
+                f"{self.name}'s critic takes layer strings, e.g. ('256', 'relu'), not a PIDPolicy: a PIDPolicy is an "
+                "actor's architecture (actor_architecture=PIDPolicy(...) on the agents that take one)."
+            )
         parse_architecture(critic_architecture)
         memory = MemoryConfig.of(memory)
-        self.network_args = NetworkConfig(
-            tuple(map(str, actor_architecture)), tuple(map(str, critic_architecture)), memory=memory
-        )
+        self.network_args = NetworkConfig(actor_architecture, tuple(map(str, critic_architecture)), memory=memory)
         require_finite_positive(actor_learning_rate=actor_learning_rate, critic_learning_rate=critic_learning_rate)
         if max_grad_norm is not None:
             require_finite_positive(max_grad_norm=max_grad_norm)
@@ -240,6 +264,49 @@ class ActorCritic:
                 "extensions read feed-forward batches. Drop memory= or the extensions."
             )
         self._programs: dict[Any, Callable] = {}
+
+    def _with_pid_terms(self, policy: PIDPolicy, memory: Any, normalize_observations: bool) -> EnvironmentConfig:
+        """The env config with `PIDTerms` around the env, after refusing what a PID actor cannot be.
+
+        The terms join the observation every network reads, so the critics see the integral
+        too and the state stays Markov; observation_dim follows.
+        """
+        form = self.pid_actor_form
+        if form is None:
+            raise ValueError(
+                f"{self.name} takes no PIDPolicy: it builds no PID actor. {_pid_agents()} do; use one of them, or "
+                f"give {self.name} its architecture as layer strings, e.g. ('64', 'relu')."
+            )
+        if not self.env_args.continuous:
+            raise ValueError(
+                f"A PID actor's output is a continuous action, but {self.env_args.env.name} is discrete "
+                f"({self.env_args.action_dim} actions). Use a Box-action env with PIDPolicy, or layer strings for "
+                f"{self.name}'s categorical actor."
+            )
+        if memory is not None:
+            raise ValueError(
+                f"{self.name} takes memory= or a PIDPolicy, not both: the PID's sum and difference already carry the "
+                "history it reads (PIDTerms adds them to the observation). Drop memory=, or give "
+                "actor_architecture as layer strings."
+            )
+        if normalize_observations:
+            raise ValueError(
+                "A PID actor reads its error terms in the env's units, and normalize_observations=True would shift and "
+                "scale each of them before the gains. Drop normalize_observations=True with PIDPolicy."
+            )
+        if form == "deterministic" and policy.log_std_init != PIDPolicy.log_std_init:
+            raise ValueError(
+                f"{self.name}'s PID actor is deterministic (a = tanh(u)): PIDPolicy's log_std_init, a stochastic "
+                "actor's initial noise, would do nothing. Drop log_std_init."
+            )
+        if isinstance(self.env_args.env, PIDTerms):
+            raise ValueError(
+                "PIDPolicy wraps the env in PIDTerms itself: pass the env without it, and choose the errors with "
+                "PIDPolicy(error_fn=...)."
+            )
+        env = PIDTerms(self.env_args.env, policy.error_fn)
+        observation_dim = math.prod(env.observation_space(self.env_args.env_params).shape)
+        return dataclasses.replace(self.env_args, env=env, observation_dim=int(observation_dim))
 
     @classmethod
     def from_zoo(cls, env_id: str, **overrides: Any) -> ActorCritic:

@@ -13,6 +13,7 @@ from ajax.checks import require_counts, require_in_interval
 from ajax.environments.differentiable import with_gradients
 from ajax.environments.system_class import SystemClass, SystemClassWrapper
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
 
 LR_SCHEDULES = (None, "warmup_cosine")
@@ -39,11 +40,13 @@ class APG(ActorCritic):
 
     `memory=` puts a GRU, LSTM, transformer or Mamba between the layers and the output,
     and `pid_head=True` ends the actor in a PID layer with learned gains (`ajax.modules`);
-    either makes the controller carry its state through each episode.
+    either makes the controller carry its state through each episode. `actor_architecture=
+    PIDPolicy(...)` makes it a feed-forward PID on the env's error terms instead.
     `APG.contextual_controller` builds Busetto et al.'s in-context controller from both.
     """
 
     name: ClassVar[str] = "APG"
+    pid_actor_form: ClassVar[str | None] = "deterministic"
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
@@ -56,7 +59,7 @@ class APG(ActorCritic):
         env_id: str | Any,
         n_envs: int = 16,
         actor_learning_rate: float = 1e-4,
-        actor_architecture: Sequence[str] = ("32", "silu", "32", "silu", "32", "silu", "32", "silu"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("32", "silu", "32", "silu", "32", "silu", "32", "silu"),
         horizon: int = 32,
         max_grad_norm: float | None = 1.0,
         lr_schedule: str | None = None,
@@ -92,6 +95,11 @@ class APG(ActorCritic):
         require_in_interval("[0, inf)", weight_decay=weight_decay)
         if not isinstance(pid_head, bool):
             raise ValueError(f"pid_head must be True or False, got {pid_head!r}.")
+        if pid_head and isinstance(actor_architecture, PIDPolicy):
+            raise ValueError(
+                "APG's actor_architecture=PIDPolicy(...) is a PID on the env's error terms already; pid_head=True "
+                "ends a network of layer strings in a PID layer. Choose one."
+            )
         if pid_head and self.extensions.extensions:
             raise ValueError(
                 "APG with pid_head=True takes no extensions yet: ImitationLoss reads a feed-forward actor. "

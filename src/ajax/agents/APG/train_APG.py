@@ -37,6 +37,7 @@ from ajax.environments.interaction import Transition, init_collector
 from ajax.environments.utils import flatten_observation, to_env_action
 from ajax.evaluate import EvalPolicy, PolicyCarry, flatten_metrics
 from ajax.extensions import ExtensionStack
+from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import DeterministicActor
 from ajax.networks.recurrent import MemoryCarries
 from ajax.schedule import warmup_cosine
@@ -105,6 +106,8 @@ def make_train(
         controller = ClosedLoopController(
             network_args.actor_architecture, env_args.action_dim, network_args.memory, config.pid_head
         )
+    elif isinstance(network_args.actor_architecture, PIDPolicy):
+        actor = pid_actor(network_args.actor_architecture, env_args, "deterministic")
     else:
         actor = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
     per_update = config.horizon * n_envs

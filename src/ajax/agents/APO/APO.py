@@ -13,6 +13,7 @@ from ajax.agents.PPO.PPO import check_clipped_epochs
 from ajax.agents.PPO.train_PPO import Minibatch
 from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule
 
 
@@ -27,6 +28,7 @@ class APO(ActorCritic):
     """
 
     name: ClassVar[str] = "APO"
+    pid_actor_form: ClassVar[str | None] = "gaussian"
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Minibatch)  # PPO's clipped epochs
@@ -38,7 +40,7 @@ class APO(ActorCritic):
         n_envs: int = 4,
         actor_learning_rate: float = 3e-4,
         critic_learning_rate: float = 3e-4,
-        actor_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("128", "tanh", "128", "tanh"),
         critic_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
         gae_lambda: float = 0.95,
         n_steps: int = 2048,

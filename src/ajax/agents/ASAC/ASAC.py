@@ -13,6 +13,7 @@ from ajax.agents.SAC.SAC import SEQUENCE_DEFAULTS
 from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.extensions.ibrl import IBRLTargets
+from ajax.modules.pid_actor import PIDPolicy
 
 
 class ASAC(SAC):
@@ -37,7 +38,7 @@ class ASAC(SAC):
         critic_learning_rate: float = 3e-4,
         alpha_learning_rate: float = 3e-4,
         theta_learning_rate: float = 1e-2,
-        actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("256", "relu", "256", "relu"),
         critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
         tau: float = 0.005,
         buffer_size: int = 1_000_000,

@@ -11,6 +11,7 @@ from ajax.agents.AVG.train_AVG import make_train
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.modules.pid_actor import PIDPolicy
 
 
 class AVG(ActorCritic):
@@ -23,6 +24,7 @@ class AVG(ActorCritic):
     """
 
     name: ClassVar[str] = "AVG"
+    pid_actor_form: ClassVar[str | None] = "squashed"
     continuous: ClassVar[bool | None] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
@@ -33,7 +35,7 @@ class AVG(ActorCritic):
         n_envs: int = 1,
         actor_learning_rate: float = 6.3e-3,
         critic_learning_rate: float = 8.7e-3,
-        actor_architecture: Sequence[str] = ("256", "leaky_relu", "256", "leaky_relu"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("256", "leaky_relu", "256", "leaky_relu"),
         critic_architecture: Sequence[str] = ("256", "leaky_relu", "256", "leaky_relu"),
         gamma: float = 0.99,
         alpha: float = 0.07,

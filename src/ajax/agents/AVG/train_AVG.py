@@ -6,6 +6,9 @@ critic; an actor step on SAC's soft policy loss against the updated critic. Both
 networks see normalised observations and unit-norm penultimate features, and both use
 Adam without momentum (beta1 = 0), as the paper prescribes for single-sample updates.
 
+A PID actor (`actor_architecture=PIDPolicy(...)`) reads the observation unnormalised, its
+error terms in the env's units, as a PID's gains expect; the critic's stays normalised.
+
 One departure from the paper's listing: the actor's reparameterised action is drawn
 afresh at s rather than reusing the noise that produced the executed action, which the
 loop does not keep; both are samples of pi(.|s).
@@ -24,6 +27,7 @@ from ajax.agents.SAC.core import soft_policy_loss, soft_q_target
 from ajax.environments.interaction import Transition, explore_pipeline, init_collector, sample_policy
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
+from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import QCritic, SquashedGaussianActor
 from ajax.networks.optim import make_optimizer, new_train_state
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
@@ -62,7 +66,12 @@ def make_train(
     run: RunSettings,
 ):
     config = agent_config
-    actor = SquashedGaussianActor(network_args.actor_architecture, env_args.action_dim, normalize_features=True)
+    architecture = network_args.actor_architecture
+    reads_raw = isinstance(architecture, PIDPolicy)
+    if reads_raw:
+        actor = pid_actor(architecture, env_args, "squashed")
+    else:
+        actor = SquashedGaussianActor(architecture, env_args.action_dim, normalize_features=True)
     critic = QCritic(network_args.critic_architecture, normalize_features=True)
     obs_example = jnp.zeros((1, env_args.observation_dim))
     action_example = jnp.zeros((1, env_args.action_dim))
@@ -87,8 +96,12 @@ def make_train(
             returns=jnp.zeros(env_args.n_envs),
         )
 
+    def actor_view(state: AVGState, obs: jax.Array) -> jax.Array:
+        """What the actor reads: the normalised observation, or a PID actor's raw one."""
+        return obs if reads_raw else state.obs_moments.normalize(obs)
+
     def policy(state: AVGState, obs: jax.Array):
-        return actor.apply(state.actor_state.params, state.obs_moments.normalize(obs))
+        return actor.apply(state.actor_state.params, actor_view(state, obs))
 
     def merge_statistics(state: AVGState, transition: Transition) -> AVGState:
         discount = config.gamma * (1.0 - transition.terminated.astype(jnp.float32))
@@ -122,12 +135,14 @@ def make_train(
             state.critic_state, td_loss, target, batch, state, extensions
         )
 
+        actor_batch = batch.replace(obs=transition.obs) if reads_raw else batch
+
         def policy_loss(params):
-            action, log_prob = actor.apply(params, batch.obs).sample_and_log_prob(seed=actor_key)
+            action, log_prob = actor.apply(params, actor_batch.obs).sample_and_log_prob(seed=actor_key)
             return soft_policy_loss(alpha, log_prob, critic.apply(critic_state.params, batch.obs, action)), log_prob
 
         actor_state, actor_loss, log_prob, actor_norm, actor_metrics = actor_step(
-            state.actor_state, policy_loss, batch, state, extensions
+            state.actor_state, policy_loss, actor_batch, state, extensions
         )
         aux = AuxiliaryLogs(
             PolicyAuxiliaries(actor_loss, jnp.mean(log_prob), actor_norm),

@@ -10,6 +10,7 @@ from ajax.agents.PPO.state import PPOConfig
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.checks import require_counts, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule, check_schedule
 
 
@@ -83,6 +84,7 @@ class PPO(ActorCritic):
     """
 
     name: ClassVar[str] = "PPO"
+    pid_actor_form: ClassVar[str | None] = "gaussian"
     continuous: ClassVar[bool | None] = None
     supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
@@ -95,7 +97,7 @@ class PPO(ActorCritic):
         n_envs: int = 4,
         actor_learning_rate: float = 3e-4,
         critic_learning_rate: float = 3e-4,
-        actor_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("128", "tanh", "128", "tanh"),
         critic_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
         gamma: float = 0.99,
         gae_lambda: float = 0.95,

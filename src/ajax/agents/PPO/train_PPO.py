@@ -36,6 +36,7 @@ from ajax.agents.recurrent import NETWORKS, EvalMemory
 from ajax.environments.interaction import Transition, init_collector
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
+from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import CategoricalActor, GaussianActor, ValueCritic
 from ajax.networks.initializers import orthogonal
 from ajax.networks.memory import MemoryConfig, initial_carry
@@ -89,8 +90,14 @@ class Minibatch:
 
 
 def make_networks(env_args: EnvironmentConfig, network_args: NetworkConfig):
-    """The actor and the critic; with memory, each is encoder -> memory -> its feed-forward head."""
+    """The actor and the critic; with memory, each is encoder -> memory -> its feed-forward head.
+
+    A `PIDPolicy` architecture makes the actor a Gaussian PID (`ajax.modules.pid_actor`), never with memory.
+    """
     memory = network_args.memory
+    if isinstance(network_args.actor_architecture, PIDPolicy):
+        actor = pid_actor(network_args.actor_architecture, env_args, "gaussian")
+        return actor, ValueCritic(network_args.critic_architecture)
     actor_layers = () if memory is not None else network_args.actor_architecture
     if env_args.continuous:
         actor = GaussianActor(actor_layers, env_args.action_dim)

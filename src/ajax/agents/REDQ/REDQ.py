@@ -12,6 +12,7 @@ from ajax.agents.SAC import SAC
 from ajax.agents.SAC.SAC import SEQUENCE_DEFAULTS
 from ajax.checks import require_counts
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.modules.pid_actor import PIDPolicy
 
 
 class REDQ(SAC):
@@ -34,7 +35,7 @@ class REDQ(SAC):
         actor_learning_rate: float = 3e-4,
         critic_learning_rate: float = 3e-4,
         alpha_learning_rate: float = 3e-4,
-        actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("256", "relu", "256", "relu"),
         critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
         gamma: float = 0.99,
         tau: float = 0.005,

@@ -14,6 +14,7 @@ from ajax.buffers import ReplayBuffer
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.deprecation import warn_inert
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.modules.pid_actor import PIDPolicy
 
 SEQUENCE_DEFAULTS = (16, 8)  # (sequence_length, burn_in): R2D2's burn-in of half a sequence
 
@@ -32,6 +33,7 @@ class SAC(ActorCritic):
     """
 
     name: ClassVar[str] = "SAC"
+    pid_actor_form: ClassVar[str | None] = "squashed"
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {
@@ -49,7 +51,7 @@ class SAC(ActorCritic):
         actor_learning_rate: float = 3e-4,
         critic_learning_rate: float = 3e-4,
         alpha_learning_rate: float = 3e-4,
-        actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("256", "relu", "256", "relu"),
         critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
         gamma: float = 0.99,
         tau: float = 0.005,
@@ -94,6 +96,11 @@ class SAC(ActorCritic):
             raise ValueError("log_std_init sets gSDE's initial noise scale: pass use_sde=True with it.")
         require_counts(buffer_size=buffer_size, batch_size=batch_size)
         require_counts(0, learning_starts=learning_starts, expert_buffer_n_steps=expert_buffer_n_steps)
+        if use_sde and isinstance(actor_architecture, PIDPolicy):
+            raise ValueError(
+                f"{self.name}'s gSDE (use_sde=True) draws its noise through the actor's last hidden features, which a "
+                "PID actor has none of. Drop use_sde=True with PIDPolicy; its log_std_init sets the PID's noise."
+            )
         memory = self.network_args.memory
         refuse_with_memory(
             self.name, memory, expert_policy=expert_policy, expert_buffer_n_steps=expert_buffer_n_steps, use_sde=use_sde

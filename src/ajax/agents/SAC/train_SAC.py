@@ -45,6 +45,7 @@ from ajax.environments.interaction import (
 from ajax.environments.obs_norm import raw_observation
 from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
+from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import QEnsemble, StateDependentNoiseActor
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.optim import make_optimizer, new_train_state
@@ -83,6 +84,8 @@ class AuxiliaryLogs:
 class SoftActorCritic:
     """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha.
 
+    The actor is a squashed Gaussian PID (`ajax.modules.pid_actor`) when the architecture is a `PIDPolicy`.
+
     With memory both networks are recurrent and the replay keeps trajectories
     (`ajax.agents.recurrent`); the updates read the networks through `reader` either way.
     """
@@ -104,6 +107,9 @@ class SoftActorCritic:
 
     @property
     def actor(self) -> nn.Module:
+        architecture = self.network_args.actor_architecture
+        if isinstance(architecture, PIDPolicy):
+            return pid_actor(architecture, self.env_args, "squashed")
         if self.config.use_sde:
             return StateDependentNoiseActor(
                 self.network_args.actor_architecture, self.env_args.action_dim, self.config.log_std_init

@@ -13,6 +13,7 @@ from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
 from ajax.checks import require_counts, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule, check_schedule
 
 SEQUENCE_DEFAULTS = (20, 10)  # (sequence_length, burn_in): five sequences in TD3's batch of 100
@@ -30,6 +31,7 @@ class TD3(ActorCritic):
     """
 
     name: ClassVar[str] = "TD3"
+    pid_actor_form: ClassVar[str | None] = "deterministic"
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
@@ -41,7 +43,7 @@ class TD3(ActorCritic):
         n_envs: int = 1,
         actor_learning_rate: float = 1e-3,
         critic_learning_rate: float = 1e-3,
-        actor_architecture: Sequence[str] = ("400", "relu", "300", "relu"),
+        actor_architecture: Sequence[str] | PIDPolicy = ("400", "relu", "300", "relu"),
         critic_architecture: Sequence[str] = ("400", "relu", "300", "relu"),
         gamma: float = 0.99,
         tau: float = 0.005,

@@ -28,6 +28,7 @@ from ajax.buffers.sequence import SequenceReplay
 from ajax.environments.interaction import Transition, explore_pipeline, gaussian_exploration, init_collector
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
+from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import DeterministicActor, QEnsemble
 from ajax.networks.optim import new_train_state
 from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
@@ -65,7 +66,11 @@ def make_train(
 ):
     config = agent_config
     memory, reader = network_args.memory, FEED_FORWARD if config.sequences is None else config.sequences
-    actor = with_memory(DeterministicActor(network_args.actor_architecture, env_args.action_dim), memory)
+    architecture = network_args.actor_architecture
+    if isinstance(architecture, PIDPolicy):
+        actor = pid_actor(architecture, env_args, "deterministic")
+    else:
+        actor = with_memory(DeterministicActor(architecture, env_args.action_dim), memory)
     critic = with_memory(QEnsemble(network_args.critic_architecture, n=2), memory)
     if config.sequences is None:
         buffer = ReplayBuffer(config.buffer_size, config.batch_size)
