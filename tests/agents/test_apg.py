@@ -18,9 +18,10 @@ from ajax.agents.APG.controller import ClosedLoopController, initial_controller_
 from ajax.agents.APG.core import apg_loss, m_rmse, matching_loss
 from ajax.agents.APG.state import APGConfig
 from ajax.environments.model_reference import LinearReferenceModel, ModelReferenceWrapper, StepReference
-from ajax.environments.system_class import FixedSystem, UniformPerturbation
+from ajax.environments.system_class import FixedSystem, SystemClassWrapper, UniformPerturbation
 from ajax.extensions.expert import ImitationLoss
 from ajax.logging.wandb_logging import LoggingConfig
+from ajax.modules import PIDPolicy
 from ajax.networks.actor_critic import DeterministicActor
 from ajax.networks.memory import MemoryConfig
 from ajax.schedule import warmup_cosine
@@ -307,3 +308,61 @@ def test_each_curriculum_stage_starts_from_the_last_ones_controller():
         train_curriculum([CurriculumStage(first, 32), CurriculumStage(other, 32)])
     with pytest.raises(ValueError, match="n_timesteps must be a positive integer"):
         CurriculumStage(first, 0)
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_an_in_context_controller_trained_on_a_class_tracks_an_unseen_system_better_than_untrained():
+    """The contextual controller's recipe at a CPU test's size, with a GRU of 16 in place of the
+    transformer: memory and a PID head, trained for 100 updates of 16 copies (Adam at 1e-3) on
+    pendulums whose mass and length vary by +-20%, evaluated on a pendulum of the class it never
+    drew (m x 1.15, l x 0.88), 16 episodes.
+
+    Calibration (2026-12-02), M-RMSE untrained -> trained, seeds 0-5: 0.466 -> 0.111, 0.424 ->
+    0.131, 0.257 -> 0.111, 0.243 -> 0.135, 0.243 -> 0.138, 0.401 -> 0.153 (mean 0.339 -> 0.130).
+    The paper's transformer at this size (1 layer, width 16, context 20) did not train reliably
+    in this budget: over rates 3e-4 to 3e-3, with and without the warm-up and cosine, one to
+    three seeds in six ended no better or worse (docs/agents.md). Thresholds: every seed below
+    three quarters of its untrained M-RMSE, and the mean below half.
+    """
+    _, params = gymnax.make("Pendulum-v1")
+    task = pendulum_tracking(-0.5, 0.5)
+
+    def controller(system_class):
+        return APG(
+            SystemClassWrapper(task, system_class),
+            n_envs=16,
+            horizon=100,
+            actor_learning_rate=1e-3,
+            actor_architecture=(),
+            memory=MemoryConfig(kind="gru", hidden_size=16),
+            pid_head=True,
+            episode_length=100,
+            env_params=params,
+        )
+
+    agent = controller(UniformPerturbation(params, ("m", "l"), 0.2))
+    seeds = [0, 1, 2, 3, 4, 5]
+    untrained, _ = agent.train(seed=seeds, n_timesteps=0)
+    trained, _ = agent.train(seed=seeds, n_timesteps=100 * 16 * 99)
+    unseen = controller(FixedSystem(params.replace(m=params.m * 1.15, l=params.l * 0.88)))
+    before = np.asarray(unseen.evaluate(untrained, num_episode_test=16)["Eval/m_rmse"])
+    after = np.asarray(unseen.evaluate(trained, num_episode_test=16)["Eval/m_rmse"])
+    assert (after < 0.75 * before).all(), (before, after)
+    assert after.mean() < 0.5 * before.mean(), (before, after)
+
+
+def test_apg_trains_a_pid_policys_gains_through_the_dynamics():
+    """actor_architecture=PIDPolicy(): the env gains PIDTerms and the policy is tanh of the PID law."""
+    task = pendulum_tracking(-0.5, 0.5)
+    agent = APG(task, n_envs=2, horizon=20, actor_learning_rate=1e-2, actor_architecture=PIDPolicy())
+    state, metrics = agent.train(seed=[0], n_timesteps=20 * 2 * 4)
+    assert agent.env_args.observation_dim == 2 + 3 and np.isfinite(np.asarray(metrics["policy/loss"])).all()
+    params = jax.tree.map(lambda x: x[0], state.actor_state.params)
+    gains = params["params"]["pid"]["gains"]
+    assert not np.allclose([gains["K_P"][0, 0], gains["K_I"][0, 0], gains["K_D"][0, 0]], [1.0, 0.0, 0.0])
+    obs = state.collector_state.last_obs[0]
+    u = obs[:, 2:3] @ gains["K_P"] + obs[:, 3:4] @ gains["K_I"] + obs[:, 4:5] @ gains["K_D"]
+    np.testing.assert_allclose(state.actor_state.apply_fn(params, obs), jnp.tanh(u), rtol=1e-5)
+    with pytest.raises(ValueError, match="pid_head=True ends a network of layer strings"):
+        APG(task, actor_architecture=PIDPolicy(), pid_head=True)
