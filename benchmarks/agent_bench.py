@@ -14,7 +14,9 @@ an episode ended, and the terminal targets. PPO/gru and PPO/transformer are PPO'
 defaults with a memory of hidden size 64 (the transformer's window 32, 4 heads), trained
 by BPTT over whole rollouts; SAC/gru and SAC/transformer are SAC's with the same
 memories, trained on replayed windows (16 steps after a burn-in of 8, 16 windows per
-batch of 256).
+batch of 256). APG/contextual is the contextual controller's network at one layer of
+width 64 (4 heads, the paper's context of 100, a PID head) on APG's tracking task: every
+update back-propagates through 100 acting steps of the transformer.
 
 For each agent: one 400-step warm-up call (its whole time, compilation included, is
 `compile_s`), then `--trials` measured calls, each on a freshly built agent, so each one
@@ -81,6 +83,16 @@ SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "SAC",
         "Pendulum-v1",
         {"learning_starts": 1000, "memory": {"kind": "transformer", "hidden_size": 64}},
+    ),
+    "APG/contextual": (
+        "APG",
+        "pendulum_tracking",
+        {
+            "horizon": 100,
+            "actor_architecture": (),
+            "memory": {"kind": "transformer", "hidden_size": 64, "num_heads": 4, "window": 100},
+            "pid_head": True,
+        },
     ),
 }
 

@@ -3,8 +3,11 @@
 A page's python blocks run in order in one namespace. Markers on a block's first line:
 `# doc: skip (why)` never runs it; `# doc: slow (why)` runs it as written under `-m slow`
 and, in the default suite, with every literal `n_timesteps=` budget cut to
-`CUT_BUDGET` (its output is then not compared). An ```output block right after a python
-block is that block's exact stdout; a line `...` in it matches any number of lines.
+`CUT_BUDGET` (its output is then not compared); `# doc: heavy (why)`, for a block whose
+program takes minutes even at a cut budget (the paper-size contextual controller), runs
+it with its budgets cut under `-m slow` only, and the default suite only compiles it. An
+```output block right after a python block is that block's exact stdout; a line `...` in it
+matches any number of lines.
 Every `ajax ...` line of a bash block must parse with the command line's own parser.
 """
 
@@ -42,7 +45,7 @@ class Block:
     @property
     def marker(self) -> str | None:
         first = self.text.lstrip().splitlines()[0] if self.text.strip() else ""
-        match = re.match(r"#\s*doc:\s*(skip|slow)\b", first)
+        match = re.match(r"#\s*doc:\s*(skip|slow|heavy)\b", first)
         return match.group(1) if match else None
 
     @property
@@ -106,7 +109,10 @@ def run_blocks(blocks: list[Block], full: bool, namespace: dict) -> None:
     for block in blocks:
         if block.language != "python" or block.marker == "skip":
             continue
-        cut = block.marker == "slow" and not full
+        if block.marker == "heavy" and not full:
+            compile(block.text, f"{block.page}:{block.line}", "exec")
+            continue
+        cut = (block.marker == "slow" and not full) or block.marker == "heavy"
         source = cut_budgets(block.text) if cut else block.text
         stdout = io.StringIO()
         try:
@@ -124,7 +130,7 @@ def page_blocks() -> dict[str, list[Block]]:
 
 BLOCKS = page_blocks()
 RUNNABLE = [page for page, blocks in BLOCKS.items() if any(b.language == "python" for b in blocks)]
-SLOW = [page for page in RUNNABLE if any(b.marker == "slow" for b in BLOCKS[page])]
+SLOW = [page for page in RUNNABLE if any(b.marker in ("slow", "heavy") for b in BLOCKS[page])]
 
 
 @pytest.mark.parametrize("page", RUNNABLE)

@@ -111,7 +111,7 @@ def test_a_logged_run_evaluates_the_m_rmse_and_an_unlogged_one_returns_each_upda
     agent = APG("Pendulum-v1", n_envs=2, horizon=8, actor_architecture=("8", "tanh"), lr_schedule="warmup_cosine")
     _, metrics = agent.train(seed=[0], n_timesteps=64)
     assert set(metrics) == {"policy/loss", "policy/matching_loss", "policy/m_rmse", "policy/actor_grad_norm"}
-    assert metrics["policy/loss"].shape == (1, 2)  # 64 steps of 16, and the horizon's own update
+    assert metrics["policy/loss"].shape == (1, 5)  # 64 steps of 16, and the horizon's own update
     np.testing.assert_allclose(metrics["policy/m_rmse"], np.sqrt(metrics["policy/matching_loss"]), rtol=1e-6)
     _, evaluations = agent.train(seed=[0], n_timesteps=64, logging_config=LoggingConfig(log_frequency=32))
     per_step = evaluations["Eval/episodic mean reward"] / evaluations["Eval/mean episodic length"]

@@ -49,10 +49,9 @@ def recall_returns(name: str, memory: dict | None, stored_state: bool = False) -
 
 
 GRU = {"kind": "gru", "hidden_size": 32}
+# All slow: even SAC's burn-in case alone took 28-55 s of the default suite on two cores.
 CASES = [
-    pytest.param(
-        name, stored, marks=[pytest.mark.learning] + ([] if (name, stored) == ("SAC", False) else [pytest.mark.slow])
-    )
+    pytest.param(name, stored, marks=[pytest.mark.learning, pytest.mark.slow])
     for name in AGENTS
     for stored in (False, True)
 ]

@@ -42,7 +42,7 @@ FOLDED = {
     "PPO": {"actor_loss"},
     "APO": {"actor_loss"},
     "PQN": set(),
-    "APG": set(),
+    "APG": {"actor_loss"},
     "UDRL": {"actor_loss"},
     "DAgger": {"actor_loss"},
     "IQL": REPLAY_CRITIC,

@@ -55,19 +55,23 @@ def train_curriculum(stages: Sequence[CurriculumStage], seed: int | Sequence[int
     stages = list(stages)
     if not stages:
         raise ValueError("train_curriculum needs at least one CurriculumStage.")
+    # Every stage's fresh state first, so that a stage that cannot take the last one's
+    # controller is refused before anything trains.
+    starts = [stage.agent.train(seed=seed, n_timesteps=0)[0] for stage in stages]
+    for index in range(1, len(stages)):
+        _check_layouts(starts[index - 1], starts[index], index)
     results: list[tuple[BaseAgentState, Any]] = []
-    previous: BaseAgentState | None = None
-    for index, stage in enumerate(stages):
-        start, _ = stage.agent.train(seed=seed, n_timesteps=0)
-        if previous is not None:
-            start = start.replace(actor_state=start.actor_state.replace(params=_carried_params(previous, start, index)))
+    for stage, start in zip(stages, starts, strict=True):
+        if results:
+            # train() donates its initial state: copy, so the last stage's result stays whole.
+            params = jax.tree.map(jnp.copy, results[-1][0].actor_state.params)
+            start = start.replace(actor_state=start.actor_state.replace(params=params))
         results.append(stage.agent.train(initial_state=start, n_timesteps=stage.n_timesteps))
-        previous = results[-1][0]
     return CurriculumResult(results[-1], results)
 
 
-def _carried_params(previous: BaseAgentState, start: BaseAgentState, index: int) -> Any:
-    """The previous stage's actor parameters, refused unless they fit this stage's actor."""
+def _check_layouts(previous: BaseAgentState, start: BaseAgentState, index: int) -> None:
+    """Refuse a stage whose actor's parameters do not have the previous stage's layout."""
     theirs, ours = previous.actor_state.params, start.actor_state.params
     shapes = lambda tree: jax.tree.map(lambda x: (x.shape, x.dtype), tree)  # noqa: E731
     if jax.tree.structure(theirs) != jax.tree.structure(ours) or shapes(theirs) != shapes(ours):
@@ -76,4 +80,3 @@ def _carried_params(previous: BaseAgentState, start: BaseAgentState, index: int)
             "(architecture, memory, PID head or action size). Build every stage's agent with the same actor, "
             "e.g. APG.contextual_controller with the same sizes."
         )
-    return jax.tree.map(jnp.copy, theirs)  # train() donates its initial state: keep the last stage's whole
