@@ -301,9 +301,7 @@ def test_each_curriculum_stage_starts_from_the_last_ones_controller():
         jax.tree.leaves(stages[0][0].actor_state.params)[0],
         jax.tree.leaves(first.train(seed=[0], n_timesteps=0)[0].actor_state.params)[0],
     )
-    other = APG.contextual_controller(
-        task, FixedSystem(params), env_params=params, **{**SMALL_CONTROLLER, "hidden_size": 4}
-    )
+    other = APG(task, n_envs=4, horizon=8, actor_architecture=("4", "tanh"))  # refused before any training
     with pytest.raises(ValueError, match="Stage 1 cannot start from stage 0's controller"):
         train_curriculum([CurriculumStage(first, 32), CurriculumStage(other, 32)])
     with pytest.raises(ValueError, match="n_timesteps must be a positive integer"):
