@@ -37,17 +37,21 @@ def require_finite_positive(**values: Any) -> None:
             raise ValueError(f"{label} must be a finite number above 0, got {value!r}.")
 
 
-def require_in_interval(interval: str, /, **values: Any) -> None:
-    """Refuse a number outside `interval`, written as the message shows it: "(0, 1]", "[0, inf)".
+def in_interval(interval: str, value: Any) -> bool:
+    """Whether `value` is a number in `interval`, written as a message shows it: "(0, 1]", "[0, inf)".
 
-    One spelling for the fractions, mixing rates and coefficients every agent takes; NaN lies
-    in no interval, and an infinite end admits only the finite numbers on its side.
+    NaN lies in no interval, and an infinite end admits only the finite numbers on its side.
     """
     low, high = (float(end) for end in interval[1:-1].split(","))
+    return _is_number(value) and (
+        (low < value if interval[0] == "(" else low <= value)
+        and (value < high if interval[-1] == ")" else value <= high)
+    )
+
+
+def require_in_interval(interval: str, /, **values: Any) -> None:
+    """Refuse a number outside `interval`, naming it: one spelling for the fractions, mixing rates
+    and coefficients every agent takes."""
     for label, value in values.items():
-        inside = _is_number(value) and (
-            (low < value if interval[0] == "(" else low <= value)
-            and (value < high if interval[-1] == ")" else value <= high)
-        )
-        if not inside:
+        if not in_interval(interval, value):
             raise ValueError(f"{label} must lie in {interval}, got {value!r}.")

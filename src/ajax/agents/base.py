@@ -92,13 +92,9 @@ def _seeds(seed: int | Sequence[int]) -> list[int]:
 
 def _pid_agents() -> str:
     """The agents that build a PID actor, by name, for a refusal to point at."""
-    names, classes = set(), list(ActorCritic.__subclasses__())
-    while classes:
-        cls = classes.pop()
-        classes.extend(cls.__subclasses__())
-        if cls.pid_actor_form is not None:
-            names.add(cls.name)
-    return ", ".join(sorted(names))
+    from ajax.agents.registry import AGENTS
+
+    return ", ".join(sorted(name for name, agent in AGENTS.items() if agent.pid_actor_form is not None))
 
 
 def shared_counters(state: BaseAgentState) -> dict[str, int]:

@@ -28,12 +28,25 @@ from gymnax.environments import environment, spaces
 
 from ajax.wrappers import Wrapper
 
-__all__ = ["PIDTerms", "PIDTermsState", "first_entry"]
+__all__ = ["PIDTerms", "PIDTermsState", "advance_terms", "first_entry"]
 
 
 def first_entry(obs: Any) -> jax.Array:
     """The observation's first entry, as a vector of one: a `ModelReferenceWrapper` task's e = r - y."""
     return jnp.ravel(jax.tree.leaves(obs)[0])[:1]
+
+
+def advance_terms(
+    integral: jax.Array, previous: jax.Array, error: jax.Array, start: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """The sum and the difference once `error` is seen: both restart where `start` (an episode's
+    first step), the sum at the error itself, the difference at zero.
+
+    The one convention of Ajax's PIDs: the env's terms here and `ajax.modules.PIDHead`'s.
+    """
+    integral = jnp.where(start, 0.0, integral) + error
+    derivative = error - jnp.where(start, error, previous)
+    return integral, derivative
 
 
 @struct.dataclass
@@ -86,14 +99,14 @@ class PIDTerms(Wrapper):
     def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, PIDTermsState]:
         obs, env_state = self.env.reset_env(key, params)
         error = self._error(obs)
-        state = PIDTermsState(env_state=env_state, integral=error, previous=error)
-        return self._observe(obs, error, error, jnp.zeros_like(error)), state
+        integral, derivative = advance_terms(jnp.zeros_like(error), jnp.zeros_like(error), error, jnp.asarray(True))
+        state = PIDTermsState(env_state=env_state, integral=integral, previous=error)
+        return self._observe(obs, error, integral, derivative), state
 
     def step_env(self, key: jax.Array, state: PIDTermsState, action: Any, params: Any):
         obs, env_state, reward, terminated, info = self.env.step_env(key, state.env_state, action, params)
         error = self._error(obs)
-        integral = state.integral + error
-        derivative = error - state.previous
+        integral, derivative = advance_terms(state.integral, state.previous, error, jnp.asarray(False))
         state = PIDTermsState(env_state=env_state, integral=integral, previous=error)
         return self._observe(obs, error, integral, derivative), state, reward, terminated, info
 

@@ -20,6 +20,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from ajax.environments.pid_terms import advance_terms
+
 
 def identity_like(key: jax.Array, shape: tuple[int, ...], dtype: jnp.dtype = jnp.float32) -> jax.Array:
     """Ones on the diagonal of an (inputs, outputs) gain matrix, zeros elsewhere."""
@@ -71,9 +73,7 @@ class PIDHead(nn.Module):
     def __call__(self, carry: PIDCarry, x: jax.Array, resets: jax.Array) -> tuple[PIDCarry, jax.Array]:
         def step(carry: PIDCarry, inputs: tuple[jax.Array, jax.Array]):
             x_t, reset = inputs
-            start = reset[:, None]
-            integral = jnp.where(start, 0.0, carry.integral) + x_t
-            derivative = x_t - jnp.where(start, x_t, carry.previous)
+            integral, derivative = advance_terms(carry.integral, carry.previous, x_t, reset[:, None])
             return PIDCarry(integral, x_t), (integral, derivative)
 
         carry, (integral, derivative) = jax.lax.scan(step, carry, (x, resets))

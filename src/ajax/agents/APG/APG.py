@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from ajax.agents.APG.state import APGConfig
 from ajax.agents.APG.train_APG import VisitedStates, make_train
 from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
-from ajax.checks import require_counts, require_in_interval
+from ajax.checks import in_interval, require_counts, require_in_interval
 from ajax.environments.differentiable import with_gradients
 from ajax.environments.system_class import SystemClass, SystemClassWrapper
 from ajax.extensions import LOOP_PHASES, Extension
@@ -17,11 +17,6 @@ from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
 
 LR_SCHEDULES = (None, "warmup_cosine")
-
-
-def is_unit_rate(value: Any) -> bool:
-    """A number in [0, 1): an exponential decay rate such as Adam's betas."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value < 1.0
 
 
 class APG(ActorCritic):
@@ -90,7 +85,7 @@ class APG(ActorCritic):
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}.")
         if warmup_updates != 0 and lr_schedule is None:
             raise ValueError("warmup_updates warms the learning rate up: pass lr_schedule='warmup_cosine' with it.")
-        if not (isinstance(betas, tuple | list) and len(betas) == 2 and all(is_unit_rate(b) for b in betas)):
+        if not (isinstance(betas, tuple | list) and len(betas) == 2 and all(in_interval("[0, 1)", b) for b in betas)):
             raise ValueError(f"betas must be Adam's two decay rates (b1, b2), each in [0, 1), got {betas!r}.")
         require_in_interval("[0, inf)", weight_decay=weight_decay)
         if not isinstance(pid_head, bool):

@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ajax.agents.base import ActorCritic
+from ajax.checks import require_counts
 from ajax.state import BaseAgentState
 
 
@@ -33,10 +33,7 @@ class CurriculumStage:
     def __post_init__(self) -> None:
         if not isinstance(self.agent, ActorCritic):
             raise TypeError(f"A CurriculumStage trains an agent, such as APG(...); got {type(self.agent).__name__}.")
-        if isinstance(self.n_timesteps, bool) or not isinstance(self.n_timesteps, int | np.integer):
-            raise ValueError(f"n_timesteps must be a positive integer, got {self.n_timesteps!r}.")
-        if self.n_timesteps < 1:
-            raise ValueError(f"n_timesteps must be a positive integer, got {self.n_timesteps!r}.")
+        require_counts(n_timesteps=self.n_timesteps)
 
 
 class CurriculumResult(NamedTuple):
