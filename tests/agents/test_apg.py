@@ -18,7 +18,7 @@ from ajax.agents.APG.controller import ClosedLoopController, initial_controller_
 from ajax.agents.APG.core import apg_loss, m_rmse, matching_loss
 from ajax.agents.APG.state import APGConfig
 from ajax.environments.model_reference import LinearReferenceModel, ModelReferenceWrapper, StepReference
-from ajax.environments.system_class import FixedSystem, SystemClassWrapper, UniformPerturbation
+from ajax.environments.system_class import FixedSystem, UniformPerturbation
 from ajax.extensions.expert import ImitationLoss
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.modules import PIDPolicy
@@ -310,44 +310,34 @@ def test_each_curriculum_stage_starts_from_the_last_ones_controller():
 
 @pytest.mark.slow
 @pytest.mark.learning
-def test_an_in_context_controller_trained_on_a_class_tracks_an_unseen_system_better_than_untrained():
-    """The contextual controller's recipe at a CPU test's size, with a GRU of 16 in place of the
-    transformer: memory and a PID head, trained for 100 updates of 16 copies (Adam at 1e-3) on
-    pendulums whose mass and length vary by +-20%, evaluated on a pendulum of the class it never
-    drew (m x 1.15, l x 0.88), 16 episodes.
+def test_the_contextual_controller_trained_on_a_class_tracks_an_unseen_system_better_than_untrained():
+    """`APG.contextual_controller` at a CPU test's size (a transformer of 1 layer, 2 heads, width
+    16, context 20, and its PID layer; the paper's AdamW (0.9, 0.95), warm-up over a tenth of
+    the run and cosine, here at 1e-3), trained for 100 updates of 16 episodes on pendulums whose
+    mass and length vary by +-20%, evaluated on a pendulum of the class it never drew
+    (m x 1.15, l x 0.88), 16 episodes. Untrained, the zeroed output layer makes it the open
+    loop u = 0.
 
-    Calibration (2026-12-02), M-RMSE untrained -> trained, seeds 0-5: 0.466 -> 0.111, 0.424 ->
-    0.131, 0.257 -> 0.111, 0.243 -> 0.135, 0.243 -> 0.138, 0.401 -> 0.153 (mean 0.339 -> 0.130).
-    The paper's transformer at this size (1 layer, width 16, context 20) did not train reliably
-    in this budget: over rates 3e-4 to 3e-3, with and without the warm-up and cosine, one to
-    three seeds in six ended no better or worse (docs/agents.md). Thresholds: every seed below
-    three quarters of its untrained M-RMSE, and the mean below half.
+    Calibration (2026-12-02), M-RMSE untrained -> trained: seeds 0-5 0.237 -> 0.157, 0.217 ->
+    0.160, 0.205 -> 0.146, 0.244 -> 0.182, 0.229 -> 0.164, 0.231 -> 0.158 (ratios 0.66-0.75,
+    mean 0.71); seeds 6-11 ratios 0.65-0.72. Before the output layer was zeroed, one to three
+    seeds in six ended no better or worse at every rate from 3e-4 to 3e-3. Thresholds: every
+    seed below 0.85 of its untrained M-RMSE, and the mean below 0.8.
     """
     _, params = gymnax.make("Pendulum-v1")
     task = pendulum_tracking(-0.5, 0.5)
-
-    def controller(system_class):
-        return APG(
-            SystemClassWrapper(task, system_class),
-            n_envs=16,
-            horizon=100,
-            actor_learning_rate=1e-3,
-            actor_architecture=(),
-            memory=MemoryConfig(kind="gru", hidden_size=16),
-            pid_head=True,
-            episode_length=100,
-            env_params=params,
-        )
-
-    agent = controller(UniformPerturbation(params, ("m", "l"), 0.2))
+    size = dict(n_envs=16, learning_rate=1e-3, num_layers=1, num_heads=2, hidden_size=16, context=20)
+    agent = APG.contextual_controller(task, UniformPerturbation(params, ("m", "l"), 0.2), env_params=params, **size)
     seeds = [0, 1, 2, 3, 4, 5]
     untrained, _ = agent.train(seed=seeds, n_timesteps=0)
     trained, _ = agent.train(seed=seeds, n_timesteps=100 * 16 * 99)
-    unseen = controller(FixedSystem(params.replace(m=params.m * 1.15, l=params.l * 0.88)))
+    unseen = APG.contextual_controller(
+        task, FixedSystem(params.replace(m=params.m * 1.15, l=params.l * 0.88)), env_params=params, **size
+    )
     before = np.asarray(unseen.evaluate(untrained, num_episode_test=16)["Eval/m_rmse"])
     after = np.asarray(unseen.evaluate(trained, num_episode_test=16)["Eval/m_rmse"])
-    assert (after < 0.75 * before).all(), (before, after)
-    assert after.mean() < 0.5 * before.mean(), (before, after)
+    assert (after < 0.85 * before).all(), (before, after)
+    assert (after / before).mean() < 0.8, (before, after)
 
 
 def test_apg_trains_a_pid_policys_gains_through_the_dynamics():
