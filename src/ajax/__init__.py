@@ -10,6 +10,7 @@ from ajax.agents.ASAC import ASAC  # noqa: E402
 from ajax.agents.AVG import AVG  # noqa: E402
 from ajax.agents.DAgger import DAgger  # noqa: E402
 from ajax.agents.DQN import DQN  # noqa: E402
+from ajax.agents.DreamerV3 import DreamerV3  # noqa: E402
 from ajax.agents.IQL import IQL  # noqa: E402
 from ajax.agents.PPO import PPO  # noqa: E402
 from ajax.agents.PQN import PQN  # noqa: E402
@@ -18,4 +19,4 @@ from ajax.agents.SAC import SAC  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
 from ajax.agents.UDRL import UDRL  # noqa: E402
 
-__all__ = ["APG", "APO", "ASAC", "AVG", "DAgger", "DQN", "IQL", "PPO", "PQN", "REDQ", "SAC", "TD3", "UDRL"]
+__all__ = ["APG", "APO", "ASAC", "AVG", "DAgger", "DQN", "DreamerV3", "IQL", "PPO", "PQN", "REDQ", "SAC", "TD3", "UDRL"]

@@ -116,6 +116,22 @@ def actor_step(
     return actor_state, total, aux, norm, metrics
 
 
+def repeat_updates(update: Update, state: BaseAgentState, count: jax.Array) -> tuple[BaseAgentState, Any]:
+    """`update(state)` `count` times (a traced count): the state and the last update's metrics,
+    NaN where there was none."""
+    _, aux_shape = jax.eval_shape(update, state)
+    nothing = jax.tree.map(
+        lambda s: jnp.full(s.shape, jnp.nan if jnp.issubdtype(s.dtype, jnp.floating) else 0, s.dtype), aux_shape
+    )
+
+    def body(carry: tuple[jax.Array, BaseAgentState, Any]) -> tuple[jax.Array, BaseAgentState, Any]:
+        done, state, _ = carry
+        return (done + 1, *update(state))
+
+    _, state, aux = jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), state, nothing))
+    return state, aux
+
+
 @dataclass(frozen=True)
 class UpdateSchedule:
     """When a replay agent updates, in Stable-Baselines3's terms.
@@ -187,17 +203,28 @@ class TrainLoop:
         self,
         init: Callable[[jax.Array], BaseAgentState],
         update: Update,
-        learning_starts: int,
-        pipeline: ActionPipeline,
+        learning_starts: int = 0,
+        pipeline: ActionPipeline | None = None,
         store: Callable[[BaseAgentState, Transition], BaseAgentState] | None = None,
         schedule: UpdateSchedule = UpdateSchedule(),
         before_updates: Callable[[BaseAgentState], BaseAgentState] | None = None,
+        *,
+        collect: Callable[[BaseAgentState, jax.Array], BaseAgentState] | None = None,
+        n_updates: Callable[[jax.Array, BaseAgentState], jax.Array] | None = None,
     ) -> OneSeedTrain:
         """A round of `schedule.train_freq` steps per env per iteration; from `learning_starts`
         on, `before_updates(state)` once, then `update(state, experience)` for each of the
         round's updates (`experience`: the round's transitions, stacked when it has several).
+
+        With `collect`, the world models' shape: each iteration is the agent's own
+        `collect(state, tick)` (one step per env), then `n_updates(tick, state)` calls of
+        `update(state)`, a count that varies from tick to tick (a train ratio, a burst of
+        updates after the seed steps) and reads only unbatched counters, so it is one loop
+        for every seed.
         """
         env_args = self.env_args
+        if collect is not None:
+            return self._collected(init, update, collect, n_updates)
         n_updates = schedule.updates_per_round(env_args.n_envs)
         one_update = self.updated(update)
 
@@ -223,6 +250,24 @@ class TrainLoop:
 
         start, end, per_round = self.run.start_timestep, self.run.end_timestep, env_args.n_envs * schedule.train_freq
         return self.train(init, step, end // per_round - start // per_round, steps_per_iteration=per_round)
+
+    def _collected(
+        self,
+        init: Callable[[jax.Array], BaseAgentState],
+        update: Update,
+        collect: Callable[[BaseAgentState, jax.Array], BaseAgentState],
+        n_updates: Callable[[jax.Array, BaseAgentState], jax.Array],
+    ) -> OneSeedTrain:
+        n_envs = self.env_args.n_envs
+        one_update = traced_once(self.updated(update))
+
+        def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+            tick = state.collector_state.timestep // n_envs
+            state = collect(state, tick)
+            return repeat_updates(one_update, state, n_updates(tick, state))
+
+        start, end = self.run.start_timestep, self.run.end_timestep
+        return self.train(init, step, end // n_envs - start // n_envs, steps_per_iteration=n_envs)
 
     def on_policy(
         self,

@@ -9,6 +9,7 @@ from ajax.agents.AVG import AVG
 from ajax.agents.base import ActorCritic
 from ajax.agents.DAgger import DAgger
 from ajax.agents.DQN import DQN
+from ajax.agents.DreamerV3 import DreamerV3
 from ajax.agents.IQL import IQL
 from ajax.agents.PPO import PPO
 from ajax.agents.PQN import PQN
@@ -24,6 +25,7 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "AVG": AVG,
     "DAgger": DAgger,
     "DQN": DQN,
+    "DreamerV3": DreamerV3,
     "IQL": IQL,
     "PPO": PPO,
     "PQN": PQN,
