@@ -1,22 +1,30 @@
 """The agent benchmark: how fast each agent trains, execution apart from compilation.
 
 The run: every agent in `ajax.agents.registry.AGENTS` with its default hyperparameters,
-discrete agents (and PPO, which does both) on CartPole-v1, continuous ones on
-Pendulum-v1, 4 envs, 8,000 steps, logging off. `PINNED_KWARGS` pins what the defaults
-would make meaningless at this budget: SAC-like agents learn from step 10,000 by default,
-so they are pinned to learning_starts=1000 and update within the run; DAgger is given a
-CartPole teacher; APG, which differentiates through its env, trains on a Pendulum
-tracking task (`pendulum_tracking`) with episodes of its horizon, 100. IQL, offline, is
-not benchmarked (`NOT_BENCHMARKED`). `SCENARIOS` adds entries run elsewhere than the
-defaults: SAC/inverted_pendulum trains SAC on Brax's inverted pendulum, whose episodes
-terminate, so the run exercises the auto-reset that computes a reset only on steps where
-an episode ended, and the terminal targets. PPO/gru and PPO/transformer are PPO's
-defaults with a memory of hidden size 64 (the transformer's window 32, 4 heads), trained
-by BPTT over whole rollouts; SAC/gru and SAC/transformer are SAC's with the same
-memories, trained on replayed windows (16 steps after a burn-in of 8, 16 windows per
-batch of 256). APG/contextual is the contextual controller's network at one layer of
-width 64 (4 heads, the paper's context of 100, a PID head) on APG's tracking task: every
-update back-propagates through 100 acting steps of the transformer.
+discrete agents (and PPO, which does both) on CartPole-v1, continuous ones on Pendulum-v1,
+4 envs, 8,000 steps, logging off. `PINNED_KWARGS` pins what the defaults would make
+meaningless at this budget: SAC-like agents learn from step 10,000 by default, so they are
+pinned to learning_starts=1000 and update within the run; DAgger is given a CartPole
+teacher; APG, which differentiates through its env, trains on a Pendulum tracking task
+(`pendulum_tracking`) with episodes of its horizon, 100. DreamerV3 runs its smallest
+model, "1m", on CartPole with sequences of 4 x 16 rows and train ratio 8: every code path
+of an update (the posterior over replayed rows,
+imagination, the actor, critic and replayed-value losses, the latents written back) runs,
+on a sixteenth of the default batch of 16 x 64. Updates start at 128 rows, then one per 8
+rows: 985 in the 8,000 steps (the defaults would make 187, from row 2,048; a ratio of 32
+made 3,937 and a trial about 6 minutes). Its buffer
+holds 4,000 rows, 1,000 per env copy, so the rings wrap within the run; the default
+million rows would allocate 2.6 GB (each row keeps its 2,560-byte latent) and time a
+memset. IQL, offline, is not benchmarked (`NOT_BENCHMARKED`). `SCENARIOS` adds entries run
+elsewhere than the defaults: SAC/inverted_pendulum trains SAC on Brax's inverted pendulum,
+whose episodes terminate, so the run exercises the auto-reset that computes a reset only
+on steps where an episode ended, and the terminal targets. PPO/gru and PPO/transformer are
+PPO's defaults with a memory of hidden size 64 (the transformer's window 32, 4 heads),
+trained by BPTT over whole rollouts; SAC/gru and SAC/transformer are SAC's with the same
+memories, trained on replayed windows (16 steps after a burn-in of 8, 16 windows per batch
+of 256). APG/contextual is the contextual controller's network at one layer of width 64 (4
+heads, the paper's context of 100, a PID head) on APG's tracking task: every update
+back-propagates through 100 acting steps of the transformer.
 
 For each agent: one 400-step warm-up call (its whole time, compilation included, is
 `compile_s`), then `--trials` measured calls, each on a freshly built agent, so each one
@@ -126,6 +134,7 @@ PINNED_KWARGS: dict[str, dict[str, Any]] = {
     "TD3": {"learning_starts": 1000},
     "REDQ": {"learning_starts": 1000},
     "ASAC": {"learning_starts": 1000},
+    "DreamerV3": {"model_size": "1m", "batch_size": 4, "batch_length": 16, "train_ratio": 8, "buffer_size": 4_000},
 }
 # The events JAX times around tracing to a jaxpr, lowering to MLIR and the backend compile
 # (jax/_src/dispatch.py: JAXPR_TRACE_EVENT, JAXPR_TO_MLIR_MODULE_EVENT, BACKEND_COMPILE_EVENT).

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APG, APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger
+from ajax import APG, APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger, DreamerV3
 from ajax.buffers import collect_dataset
 from ajax.logging.wandb_logging import LoggingConfig
 from tests.conftest import assert_same_state, cartpole_expert
@@ -109,15 +109,26 @@ AGENTS = {
         top_k=4,
         architecture=SMALL,
     ),
+    # Continuous, its rings (100 rows per env) wrapped by the horizon, and updates from tick 9 on.
+    "DreamerV3": lambda: DreamerV3(
+        "Pendulum-v1",
+        n_envs=2,
+        batch_size=2,
+        batch_length=8,
+        buffer_size=200,
+        train_ratio=2,
+        imag_horizon=4,
+        warmup_updates=0,
+    ),
     "DQN": lambda: DQN(
         "CartPole-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, architecture=SMALL
     ),
 }
 TOTAL, HALF, LOG = 512, 200, 128  # HALF on no on-policy rollout's boundary, nor LOG's
 # The evaluations' continuity is the shared loop's: checked on one agent of each way of
-# collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels). The
+# collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels, DreamerV3's rows). The
 # others' runs go unlogged, which compiles a third less.
-LOGGED = frozenset({"PPO", "SAC", "IQL", "UDRL", "DAgger"})
+LOGGED = frozenset({"PPO", "SAC", "IQL", "UDRL", "DAgger", "DreamerV3"})
 
 
 def logging_for(name: str) -> LoggingConfig | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any, ClassVar
 
 from ajax.agents.base import ActorCritic, run_config, shared_arguments
@@ -23,7 +24,7 @@ class DreamerV3(ActorCritic):
     reference's (danijar/dreamerv3, `configs.yaml`) for vector observations: the 1m model
     (its `dmc_proprio` size), 16 envs, sequences of 16 x 64 rows, train ratio 32 (replayed
     rows per collected row; its `dmc_proprio` preset trains at 1024), LaProp at 4e-5 with
-    adaptive gradient clipping at 0.3 and 1,000 warm-up updates, imagination over 15 steps,
+    adaptive gradient clipping at 0.3 and a linear warm-up over `warmup_updates` (1,000), imagination over 15 steps,
     lambda 0.95, actor entropy 3e-4. `n_timesteps` counts rows, as the reference counts
     steps: an episode of n steps is n + 1 rows. docs/agents.md lists where Ajax departs
     from the reference.
@@ -44,6 +45,7 @@ class DreamerV3(ActorCritic):
         batch_length: int = 64,
         buffer_size: int = 1_000_000,
         learning_rate: float = 4e-5,
+        warmup_updates: int = 1000,
         imag_horizon: int = 15,
         horizon: int = 333,
         lam: float = 0.95,
@@ -72,6 +74,7 @@ class DreamerV3(ActorCritic):
             imag_horizon=imag_horizon,
             horizon=horizon,
         )
+        require_counts(0, warmup_updates=warmup_updates)
         require_finite_positive(learning_rate=learning_rate, train_ratio=train_ratio)
         require_in_interval("[0, 1]", lam=lam)
         require_in_interval("[0, inf)", actor_entropy=actor_entropy)
@@ -87,6 +90,13 @@ class DreamerV3(ActorCritic):
                 f"buffer_size={buffer_size} leaves each of the {n_envs} envs a ring of {buffer_size // n_envs} rows, "
                 f"too few for one sequence of batch_length + 1 = {batch_length + 1}: raise buffer_size to at least "
                 f"{(batch_length + 1) * n_envs}."
+            )
+        per_row = Fraction(train_ratio).limit_denominator(1_000) / (batch_size * batch_length)
+        if per_row.numerator * per_row.denominator >= 2**31:
+            raise ValueError(
+                f"train_ratio={train_ratio} over sequences of {batch_size} x {batch_length} rows is a fraction "
+                f"{per_row} too fine to count updates exactly in 32-bit integers: round train_ratio, e.g. to "
+                f"{round(train_ratio)}."
             )
         super().__init__(
             **shared_arguments(
@@ -112,4 +122,5 @@ class DreamerV3(ActorCritic):
             horizon=horizon,
             lam=float(lam),
             actor_entropy=float(actor_entropy),
+            warmup=warmup_updates,
         )

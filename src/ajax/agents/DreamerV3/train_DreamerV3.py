@@ -21,6 +21,7 @@ Each update, in the order the reference's `Agent.loss` runs (danijar/dreamerv3, 
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import distrax
@@ -100,10 +101,11 @@ class AuxiliaryLogs:
 class TrainRatio(struct.PyTreeNode):
     """How many updates a tick owes: the reference's `Ratio(train_ratio / (batch_size * batch_length))`.
 
-    Training starts at the first tick where the replay holds `batch_size * batch_length` rows
-    and every env's ring a whole sequence; that tick makes one update, and from there every
-    `batch_size * batch_length / train_ratio` rows owe one more. The rate is a fraction p / q
-    and the count integer arithmetic, exact over any run length.
+    Training starts at the first tick where the replay holds `batch_size * batch_length`
+    sequences, as the reference counts its replay's length: each env's ring offers one
+    sequence of batch_length + 1 rows per row past its first batch_length. That tick makes
+    one update, and from there every `batch_size * batch_length / train_ratio` rows owe one
+    more. The rate is a fraction p / q and the count integer arithmetic, exact over any run.
     """
 
     start_rows: int = struct.field(pytree_node=False)
@@ -112,10 +114,8 @@ class TrainRatio(struct.PyTreeNode):
 
     @classmethod
     def create(cls, config: DreamerV3Config, n_envs: int) -> TrainRatio:
-        from fractions import Fraction
-
-        per_row = Fraction(config.train_ratio).limit_denominator(10_000) / (config.batch_size * config.batch_length)
-        ticks = max(-(-config.batch_size * config.batch_length // n_envs), config.batch_length + 1)
+        per_row = Fraction(config.train_ratio).limit_denominator(1_000) / (config.batch_size * config.batch_length)
+        ticks = config.batch_length + -(-config.batch_size * config.batch_length // n_envs)
         return cls(ticks * n_envs, per_row.numerator, per_row.denominator)
 
     def due(self, rows: jax.Array) -> jax.Array:
