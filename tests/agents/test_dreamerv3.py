@@ -253,7 +253,7 @@ def test_bad_settings_are_refused_at_construction():
     with pytest.raises(ValueError, match="CriticTerm implements critic_loss, which DreamerV3 never folds"):
         DreamerV3("CartPole-v1", extensions=(CriticTerm(),))
     with pytest.raises(ValueError, match="too fine to count updates exactly"):
-        DreamerV3("CartPole-v1", train_ratio=999 / 997, buffer_size=16_000)
+        DreamerV3("CartPole-v1", train_ratio=999 / 997, batch_size=64, batch_length=512, buffer_size=16_000)
     with pytest.raises(ValueError, match="warmup_updates"):
         DreamerV3("CartPole-v1", warmup_updates=-1)
 
