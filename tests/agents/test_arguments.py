@@ -147,6 +147,11 @@ MISTAKES = [
     ("max_weight", INF, ABOVE_0),
     ("return_scale", NAN, ABOVE_0),
     ("horizon_scale", 0.0, ABOVE_0),
+    ("lam", 1.5, UNIT),
+    ("actor_entropy", -0.1, AT_LEAST_0),
+    ("train_ratio", 0.0, ABOVE_0),
+    ("batch_length", 0, COUNT),
+    ("imag_horizon", 0, COUNT),
 ]
 CASES = [
     pytest.param(name, argument, value, accepted, id=f"{name}-{argument}={value!r}")

@@ -46,6 +46,7 @@ FOLDED = {
     "UDRL": {"actor_loss"},
     "DAgger": {"actor_loss"},
     "IQL": REPLAY_CRITIC,
+    "DreamerV3": set(),
 }
 ENV = {True: "Pendulum-v1", False: "CartPole-v1", None: "CartPole-v1"}
 
