@@ -16,6 +16,7 @@ write position is read from the unbatched row counter, so every seed writes the 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -92,21 +93,14 @@ def collect_row(state: BaseAgentState, policy: RowPolicy, env_args: EnvironmentC
         step_key, collector.env_state, action, env_args
     )
     resetting = carry.is_last  # the env reset itself when the last step ended: this tick emits its first row
-    env_state = jax.tree.map(
-        lambda kept, stepped: jnp.where(resetting.reshape(-1, *([1] * (kept.ndim - 1))), kept, stepped),
-        collector.env_state,
-        env_state,
-    )
+    env_state = jax.tree.map(functools.partial(per_env_where, resetting), collector.env_state, env_state)
     done = (terminated | truncated) & ~resetting
-    keep = lambda flag, value, otherwise: jnp.where(  # noqa: E731
-        flag.reshape(-1, *([1] * (value.ndim - 1))), value, otherwise
-    )
-    arrived = keep(done, final_obs, next_obs)
+    arrived = per_env_where(done, final_obs, next_obs)
     reward = jnp.where(resetting, 0.0, reward)
     episodic_return = collector.episodic_return + reward
     collector = collector.replace(
         env_state=env_state,
-        last_obs=keep(resetting, carry.reset_obs, arrived),
+        last_obs=per_env_where(resetting, carry.reset_obs, arrived),
         timestep=collector.timestep + env_args.n_envs,
         episodic_return=jnp.where(done, 0.0, episodic_return),
         last_episodic_return=jnp.where(done, episodic_return, collector.last_episodic_return),
@@ -116,13 +110,18 @@ def collect_row(state: BaseAgentState, policy: RowPolicy, env_args: EnvironmentC
             is_first=resetting,
             is_last=done,
             is_terminal=terminated & ~resetting,
-            reset_obs=keep(done, next_obs, carry.reset_obs),
+            reset_obs=per_env_where(done, next_obs, carry.reset_obs),
             policy=policy_carry,
         ),
     )
     state = state.replace(collector_state=collector)
     step = Transition(obs, action, reward, arrived, terminated & ~resetting, truncated & ~resetting)
     return nonfinite.record(state, nonfinite.env_kinds([step])), row
+
+
+def per_env_where(flag: jax.Array, value: jax.Array, otherwise: jax.Array) -> jax.Array:
+    """`value` for the envs where `flag` (n_envs,) holds, `otherwise` elsewhere, whatever the trailing shape."""
+    return jnp.where(flag.reshape(-1, *([1] * (value.ndim - 1))), value, otherwise)
 
 
 def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:
