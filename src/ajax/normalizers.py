@@ -1,4 +1,4 @@
-"""Return normalisation by a running percentile range (DreamerV3, Hafner et al., arXiv:2301.04104v2).
+"""Return normalisation by a running percentile range (DreamerV3, Hafner et al., arXiv:2301.04104v2; TD-MPC2).
 
 DreamerV3 divides its actor's advantages by S = max(1, P95 - P5), where P5 and P95 are
 exponential moving averages (rate 0.01) of the 5th and 95th percentiles of the imagined
@@ -61,3 +61,25 @@ def update(
 def denominator(scale: PercentileScale, limit: float = 1.0) -> jax.Array:
     """max(limit, high - low): what the advantages are divided by (the reference's `limit: 1.0`)."""
     return jnp.maximum(limit, scale.high - scale.low)
+
+
+@struct.dataclass
+class RunningScale:
+    """TD-MPC2's scale of Q in its policy loss: an EMA of max(1, P95 - P5), a scalar float32 array.
+
+    Unlike DreamerV3's scale, the range is floored at 1 before it is averaged, and the EMA
+    starts at 1 (the reference's `RunningScale` in nicklashansen/tdmpc2, `common/scale.py`).
+    """
+
+    value: jax.Array
+
+    @classmethod
+    def create(cls) -> RunningScale:
+        return cls(value=jnp.ones((), jnp.float32))
+
+
+def update_running(scale: RunningScale, x: jax.Array, tau: float = 0.01) -> RunningScale:
+    """value <- value + tau (max(1, P95(x) - P5(x)) - value), percentiles over all of `x`, linearly interpolated."""
+    x = jax.lax.stop_gradient(x.astype(jnp.float32))
+    spread = jnp.maximum(jnp.percentile(x, 95.0) - jnp.percentile(x, 5.0), 1.0)
+    return RunningScale(value=scale.value + tau * (spread - scale.value))

@@ -47,6 +47,7 @@ FOLDED = {
     "DAgger": {"actor_loss"},
     "IQL": REPLAY_CRITIC,
     "DreamerV3": set(),
+    "TDMPC2": set(),
 }
 ENV = {True: "Pendulum-v1", False: "CartPole-v1", None: "CartPole-v1"}
 

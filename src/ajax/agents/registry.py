@@ -16,6 +16,7 @@ from ajax.agents.PQN import PQN
 from ajax.agents.REDQ import REDQ
 from ajax.agents.SAC import SAC
 from ajax.agents.TD3 import TD3
+from ajax.agents.TDMPC2 import TDMPC2
 from ajax.agents.UDRL import UDRL
 
 AGENTS: dict[str, type[ActorCritic]] = {
@@ -32,5 +33,6 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "REDQ": REDQ,
     "SAC": SAC,
     "TD3": TD3,
+    "TDMPC2": TDMPC2,
     "UDRL": UDRL,
 }

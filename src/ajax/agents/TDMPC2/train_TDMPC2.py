@@ -1,0 +1,388 @@
+"""TD-MPC2 on the shared loop: plan at every step, then one update per env step.
+
+Collection: for the first `seed_steps` env steps actions are uniform; from there each env
+copy acts by MPPI in the latent space (`planner.plan`), warm-started from its previous
+plan. Every transition goes to a sequence replay, one time line per env copy.
+
+Updates (the reference's `TDMPC2._update`, nicklashansen/tdmpc2 `tdmpc2.py`), each on
+`batch_size` windows of `horizon` consecutive transitions:
+
+1. Targets, out of the gradient's reach: z'_t = enc(s_{t+1}) (the final observation at a
+   time limit), the TD target r_t + gamma (1 - terminated_t) min of two random target
+   Q-functions at (z'_t, a' ~ pi(z'_t)).
+2. World model: z_0 = enc(s_0), z_{t+1} = d(z_t, a_t); the consistency (MSE to z'_t),
+   reward and value (two-hot cross-entropies) and, in episodic mode, termination losses,
+   each step weighted by rho^t; one Adam step on 20 cons + 0.1 rew + 0.1 val (+ 1 term),
+   gradients clipped at norm 20, the encoder at 0.3 times the rate.
+3. Policy prior on the rollout's latents (detached): maximise the mean of two random
+   Q-functions divided by their running scale, plus 1e-4 times the scaled entropy.
+4. The target Q-functions follow by Polyak averaging (tau 0.01).
+
+When the collected steps reach `seed_steps`, that tick makes `seed_steps` updates at once
+(the reference's pretraining on the seed data), and every tick after one per env step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from ajax import nonfinite
+from ajax.agents.loop import RunSettings, TrainLoop
+from ajax.agents.TDMPC2.core import (
+    consistency_loss,
+    pair_of,
+    policy_loss,
+    predict,
+    reward_loss,
+    soft_update,
+    squashed_gaussian,
+    td_target,
+    termination_loss,
+    value_bins,
+    value_loss,
+    window_valid,
+)
+from ajax.agents.TDMPC2.networks import WorldModel
+from ajax.agents.TDMPC2.planner import LatentModel, PlanCarry, plan
+from ajax.agents.TDMPC2.state import TDMPC2Config, TDMPC2State
+from ajax.buffers.sequence import SequenceReplay
+from ajax.environments.interaction import collect_experience, init_collector
+from ajax.environments.utils import uniform_action
+from ajax.evaluate import EvalPolicy, PolicyCarry
+from ajax.extensions import ExtensionStack
+from ajax.normalizers import RunningScale, update_running
+from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+
+sg = jax.lax.stop_gradient
+POLICY = "policy"  # the policy prior's parameters: the actor's train state; every other network is the model's
+
+
+@struct.dataclass
+class ModelLosses:
+    consistency_loss: jax.Array
+    reward_loss: jax.Array
+    value_loss: jax.Array
+    termination_loss: jax.Array
+    total_loss: jax.Array
+    grad_norm: jax.Array
+
+
+@struct.dataclass
+class PolicyLosses:
+    pi_loss: jax.Array
+    pi_grad_norm: jax.Array
+    pi_entropy: jax.Array
+    pi_scaled_entropy: jax.Array
+    pi_scale: jax.Array
+
+
+@struct.dataclass
+class AuxiliaryLogs:
+    model: ModelLosses
+    policy: PolicyLosses
+
+
+class UpdateCount(struct.PyTreeNode):
+    """Updates owed after n collected steps: none before `seed_steps`, then n (a burst, then one per step)."""
+
+    seed_steps: int = struct.field(pytree_node=False)
+
+    def due(self, steps: jax.Array) -> jax.Array:
+        return jnp.where(steps >= self.seed_steps, steps, 0)
+
+    def between(self, before: jax.Array, after: jax.Array) -> jax.Array:
+        return self.due(after) - self.due(before)
+
+
+class Networks:
+    """The world model's parts as functions of the two train states' parameters, for one task (or `task`)."""
+
+    def __init__(self, model: WorldModel, config: TDMPC2Config) -> None:
+        self.model, self.config = model, config
+        self.bins = value_bins(config.arch.num_bins, config.vmin, config.vmax)
+
+    def apply(self, params: Any, method: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.model.apply({"params": params}, *args, method=method, **kwargs)
+
+    def encode(self, params: Any, obs: jax.Array, task: jax.Array | None = None) -> jax.Array:
+        return self.apply(params, WorldModel.encode, obs, task)
+
+    def pi(self, params: Any, z: jax.Array, key: jax.Array, task: Any = None, action_mask: Any = None):
+        """(action, mean action, log-prob, scaled entropy) of the policy prior at z."""
+        raw = self.apply(params, WorldModel.pi, z, task)
+        eps = jax.random.normal(key, (*z.shape[:-1], self.config.arch.action_dim))
+        return squashed_gaussian(raw, eps, self.config.log_std_min, self.config.log_std_max, action_mask)
+
+    def q_values(self, params: Any, z: jax.Array, action: jax.Array, task: Any = None, dropout: Any = None):
+        """Every Q-function's value (num_q, ...), with dropout where a key is given."""
+        if dropout is None:
+            logits = self.apply(params, WorldModel.q, z, action, task)
+        else:
+            logits = self.apply(params, WorldModel.q, z, action, task, False, rngs={"dropout": dropout})
+        return predict(logits, self.bins)
+
+    def latent_model(self, params: Any, discount: Any, task: Any = None, action_mask: Any = None) -> LatentModel:
+        """The planner's view of the model (no dropout, the online Q-functions)."""
+        terminal = None
+        if self.config.arch.episodic:
+            terminal = lambda z: jax.nn.sigmoid(self.apply(params, WorldModel.termination, z, task))  # noqa: E731
+        return LatentModel(
+            next=lambda z, a: self.apply(params, WorldModel.next, z, a, task),
+            reward=lambda z, a: predict(self.apply(params, WorldModel.reward, z, a, task), self.bins),
+            pi=lambda z, key: self.pi(params, z, key, task, action_mask)[0],
+            value=lambda z, a, key: jnp.mean(pair_of(self.q_values(params, z, a, task), key), 0),
+            discount=discount,
+            terminal=terminal,
+            action_mask=action_mask,
+        )
+
+
+def model_optimizer(config: TDMPC2Config) -> optax.GradientTransformation:
+    """Adam at the learning rate, the encoder at `enc_lr_scale` times it, after clipping the global norm."""
+
+    def labels(params: Any) -> dict[str, str]:
+        return {name: "encoder" if name == "encoder" else "rest" for name in params}
+
+    return optax.chain(
+        optax.clip_by_global_norm(config.grad_clip_norm),
+        optax.multi_transform(
+            {
+                "encoder": optax.adam(config.learning_rate * config.enc_lr_scale),
+                "rest": optax.adam(config.learning_rate),
+            },
+            labels,
+        ),
+    )
+
+
+def policy_optimizer(config: TDMPC2Config) -> optax.GradientTransformation:
+    return optax.chain(optax.clip_by_global_norm(config.grad_clip_norm), optax.adam(config.learning_rate, eps=1e-5))
+
+
+def init_train_states(
+    networks: Networks, config: TDMPC2Config, key: jax.Array
+) -> tuple[LoopTrainState, LoopTrainState]:
+    """(model, policy) train states; the model's target parameters are its Q-functions'."""
+    arch = config.arch
+    task = jnp.zeros((1,), jnp.int32) if arch.n_tasks else None
+    params = networks.model.init(key, jnp.zeros((1, arch.observation_dim)), jnp.zeros((1, arch.action_dim)), task)
+    params = dict(params["params"])
+    policy = {POLICY: params.pop(POLICY)}
+    model = LoopTrainState.create(
+        apply_fn=networks.model.apply, params=params, tx=model_optimizer(config), target_params=params["q_ensemble"]
+    )
+    actor = LoopTrainState.create(apply_fn=networks.model.apply, params=policy, tx=policy_optimizer(config))
+    return model, actor
+
+
+def update(
+    networks: Networks,
+    config: TDMPC2Config,
+    model_state: LoopTrainState,
+    policy_state: LoopTrainState,
+    q_scale: RunningScale,
+    window: Any,
+    valid: jax.Array,
+    discount: jax.Array | float,
+    key: jax.Array,
+    task: jax.Array | None = None,
+    action_mask: jax.Array | None = None,
+) -> tuple[LoopTrainState, LoopTrainState, RunningScale, AuxiliaryLogs]:
+    """One update on a window (leaves (H, B, ...)): obs, action, reward, next_obs, terminated."""
+    target_pi_key, target_q_key, model_dropout, pi_key, q_key, pi_dropout = jax.random.split(key, 6)
+    coefficients, rho = config.coefficients, config.rho
+    policy_params = policy_state.params
+    terminated = window.terminated.astype(jnp.float32)
+
+    # 1. Targets, from the parameters before this update.
+    params = {**model_state.params, **policy_params}
+    next_z = sg(networks.encode(params, window.next_obs, task))
+    next_action = networks.pi(params, next_z, target_pi_key, task, action_mask)[0]
+    target_params = {**params, "q_ensemble": model_state.target_params}
+    next_q = jnp.min(pair_of(networks.q_values(target_params, next_z, next_action, task), target_q_key), 0)
+    target = sg(td_target(window.reward, terminated, discount, next_q))
+
+    # 2. The world model.
+    def objective(model_params: Any):
+        params = {**model_params, **policy_params}
+        z0 = networks.encode(params, window.obs[0], task)
+
+        def roll(z: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
+            z = networks.apply(params, WorldModel.next, z, action, task)
+            return z, z
+
+        _, predicted = jax.lax.scan(roll, z0, window.action)
+        zs = jnp.concatenate([z0[None], predicted])
+        q_logits = networks.apply(
+            params, WorldModel.q, zs[:-1], window.action, task, False, rngs={"dropout": model_dropout}
+        )
+        reward_logits = networks.apply(params, WorldModel.reward, zs[:-1], window.action, task)
+        losses = {
+            "consistency": consistency_loss(predicted, next_z, valid, rho),
+            "reward": reward_loss(reward_logits, window.reward, valid, rho, networks.bins),
+            "value": value_loss(q_logits, target, valid, rho, networks.bins),
+            "termination": jnp.zeros(()),
+        }
+        if config.arch.episodic:
+            logits = networks.apply(params, WorldModel.termination, predicted, task)
+            losses["termination"] = termination_loss(logits, terminated, valid)
+        total = (
+            coefficients.consistency * losses["consistency"]
+            + coefficients.reward * losses["reward"]
+            + coefficients.value * losses["value"]
+            + coefficients.termination * losses["termination"]
+        )
+        return total, (zs, losses)
+
+    (total, (zs, losses)), grads = jax.value_and_grad(objective, has_aux=True)(model_state.params)
+    model_state = model_state.apply_gradients(grads=grads)
+    model_losses = ModelLosses(
+        consistency_loss=losses["consistency"],
+        reward_loss=losses["reward"],
+        value_loss=losses["value"],
+        termination_loss=losses["termination"],
+        total_loss=total,
+        grad_norm=optax.tree.norm(grads),
+    )
+
+    # 3. The policy prior, against the updated Q-functions (detached: only the action carries a gradient).
+    zs = sg(zs)
+    pi_valid = jnp.concatenate([jnp.ones_like(valid[:1]), valid])  # z_t is inside the episode when a_{t-1} was
+    frozen = sg(model_state.params)
+
+    def pi_objective(policy_params: Any):
+        params = {**frozen, **policy_params}
+        action, _, log_prob, scaled_entropy = networks.pi(params, zs, pi_key, task, action_mask)
+        q = jnp.mean(pair_of(networks.q_values(params, zs, action, task, dropout=pi_dropout), q_key), 0)
+        scale = update_running(q_scale, q[0], config.tau)
+        loss = policy_loss(q, scaled_entropy, scale.value, pi_valid, rho, config.entropy_coef)
+        return loss, (scale, -log_prob, scaled_entropy)
+
+    (pi_loss, (q_scale, entropy, scaled_entropy)), pi_grads = jax.value_and_grad(pi_objective, has_aux=True)(
+        policy_state.params
+    )
+    policy_state = policy_state.apply_gradients(grads=pi_grads)
+
+    # 4. The target Q-functions.
+    model_state = model_state.replace(
+        target_params=soft_update(model_state.target_params, model_state.params["q_ensemble"], config.tau)
+    )
+    policy_losses = PolicyLosses(
+        pi_loss=pi_loss,
+        pi_grad_norm=optax.tree.norm(pi_grads),
+        pi_entropy=jnp.mean(entropy),
+        pi_scaled_entropy=jnp.mean(scaled_entropy),
+        pi_scale=q_scale.value,
+    )
+    return model_state, policy_state, q_scale, AuxiliaryLogs(model_losses, policy_losses)
+
+
+def make_train(
+    *,
+    env_args: EnvironmentConfig,
+    network_args: NetworkConfig,
+    actor_optimizer_args: OptimizerConfig,
+    critic_optimizer_args: OptimizerConfig,
+    agent_config: TDMPC2Config,
+    extensions: ExtensionStack,
+    run: RunSettings,
+):
+    del network_args, actor_optimizer_args, critic_optimizer_args  # the model size and TD-MPC2's own optimisers
+    config = agent_config
+    n_envs, horizon, action_dim = env_args.n_envs, config.planner.horizon, env_args.action_dim
+    networks = Networks(WorldModel(config.arch), config)
+    replay = SequenceReplay(config.capacity, n_envs, config.batch_size, horizon)
+    count = UpdateCount(config.seed_steps)
+
+    def params_of(state: TDMPC2State) -> Any:
+        return {**state.critic_state.params, **state.actor_state.params}
+
+    def act(params: Any, obs: jax.Array, carry: PlanCarry, key: jax.Array, evaluating: bool):
+        """Each env copy's action and the plans' means: MPPI, or the policy prior alone with mpc=False."""
+        z = networks.encode(params, obs)
+        if not config.mpc:
+            action, mean_action, _, _ = networks.pi(params, z, key)
+            return (mean_action if evaluating else action), carry.mean
+        model = networks.latent_model(params, config.discount)
+        keys = jax.random.split(key, obs.shape[0])
+        decide = lambda z, mean, first, key: plan(model, z, mean, first, key, config.planner, evaluating)  # noqa: E731
+        return jax.vmap(decide)(z, carry.mean, carry.episode_start, keys)
+
+    def init(key: jax.Array) -> TDMPC2State:
+        rng, net_key, env_key, eval_key = jax.random.split(key, 4)
+        model_state, policy_state = init_train_states(networks, config, net_key)
+        collector = init_collector(env_key, env_args, replay.init(env_args))
+        collector = collector.replace(
+            memory=PlanCarry(jnp.zeros((n_envs, horizon, action_dim)), jnp.ones((n_envs,), bool))
+        )
+        return TDMPC2State(
+            rng=rng,
+            actor_state=policy_state,
+            critic_state=model_state,
+            collector_state=collector,
+            eval_rng=eval_key,
+            n_updates=jnp.zeros((), jnp.int32),
+            n_logs=jnp.zeros((), jnp.int32),
+            q_scale=RunningScale.create(),
+        )
+
+    def behaviour(state: TDMPC2State, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        carry = state.collector_state.memory
+
+        def uniform(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+            return uniform_action(key, env_args, n_envs), carry.mean
+
+        def planned(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+            return act(params_of(state), obs, carry, key, evaluating=False)
+
+        seeding = state.collector_state.timestep < config.seed_steps
+        action, mean = jax.lax.cond(seeding, uniform, planned, key)
+        return action, {"memory": carry.replace(mean=mean), "episode_start": carry.episode_start}
+
+    def collect(state: TDMPC2State, tick: jax.Array) -> TDMPC2State:
+        del tick
+        state, transition = collect_experience(state, behaviour, env_args)
+        state = nonfinite.record(state, nonfinite.env_kinds([transition]))
+        return replay.add(state, transition)
+
+    def learn(state: TDMPC2State) -> tuple[TDMPC2State, AuxiliaryLogs]:
+        state, (sample_key, update_key) = state.next_keys(2)
+        window = replay.sample(state.collector_state.buffer_state, sample_key).transition
+        valid = window_valid(window.terminated, window.truncated)
+        model_state, policy_state, q_scale, aux = update(
+            networks,
+            config,
+            state.critic_state,
+            state.actor_state,
+            state.q_scale,
+            window,
+            valid,
+            config.discount,
+            update_key,
+        )
+        return state.replace(critic_state=model_state, actor_state=policy_state, q_scale=q_scale), aux
+
+    def n_updates(tick: jax.Array, state: TDMPC2State) -> jax.Array:
+        return count.between(tick * n_envs, state.collector_state.timestep)
+
+    # Evaluation: the plan without its exploration noise (the reference's eval_mode).
+    def greedy(state: TDMPC2State, obs: jax.Array, carry: tuple[PlanCarry, jax.Array]):
+        plans, key = carry
+        key, act_key, entropy_key = jax.random.split(key, 3)
+        params = params_of(state)
+        action, mean = act(params, obs, plans, act_key, evaluating=True)
+        log_prob = networks.pi(params, networks.encode(params, obs), entropy_key)[2]
+        return action, -log_prob, (PlanCarry(mean, jnp.zeros_like(plans.episode_start)), key)
+
+    def start(state: TDMPC2State, n: int) -> tuple[PlanCarry, jax.Array]:
+        key = jax.random.fold_in(jax.random.fold_in(state.eval_rng, state.n_logs), 1)
+        return PlanCarry(jnp.zeros((n, horizon, action_dim)), jnp.ones((n,), bool)), key
+
+    evaluation = EvalPolicy(greedy, carry=PolicyCarry(init=start, advance=lambda carry, reward: carry))
+    loop = TrainLoop.create(env_args, run, extensions, evaluation)
+    return loop.off_policy(init, learn, collect=collect, n_updates=n_updates)
