@@ -20,4 +20,20 @@ from ajax.agents.TD3 import TD3  # noqa: E402
 from ajax.agents.TDMPC2 import TDMPC2  # noqa: E402
 from ajax.agents.UDRL import UDRL  # noqa: E402
 
-__all__ = ["APG", "APO", "ASAC", "AVG", "DAgger", "DQN", "DreamerV3", "IQL", "PPO", "PQN", "REDQ", "SAC", "TD3", "TDMPC2", "UDRL"]
+__all__ = [
+    "APG",
+    "APO",
+    "ASAC",
+    "AVG",
+    "DAgger",
+    "DQN",
+    "DreamerV3",
+    "IQL",
+    "PPO",
+    "PQN",
+    "REDQ",
+    "SAC",
+    "TD3",
+    "TDMPC2",
+    "UDRL",
+]

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APG, APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger, DreamerV3, TDMPC2
+from ajax import APG, APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, TDMPC2, UDRL, DAgger, DreamerV3
 from ajax.buffers import collect_dataset
 from ajax.logging.wandb_logging import LoggingConfig
 from tests.conftest import assert_same_state, cartpole_expert
@@ -142,8 +142,8 @@ AGENTS = {
 }
 TOTAL, HALF, LOG = 512, 200, 128  # HALF on no on-policy rollout's boundary, nor LOG's
 # The evaluations' continuity is the shared loop's: checked on one agent of each way of
-# collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels, DreamerV3's rows, TDMPC2's plans). The
-# others' runs go unlogged, which compiles a third less.
+# collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels, DreamerV3's
+# rows, TDMPC2's plans). The others' runs go unlogged, which compiles a third less.
 LOGGED = frozenset({"PPO", "SAC", "IQL", "UDRL", "DAgger", "DreamerV3", "TDMPC2"})
 
 
