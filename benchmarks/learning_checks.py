@@ -103,6 +103,8 @@ CHECKS = (
         },
     ),
     Check("AVG", "Pendulum-v1", 300_000, "defaults"),
+    # TD-MPC2 at its smallest model, the reference's planner and the rest of its defaults.
+    Check("TDMPC2", "Pendulum-v1", 6_000, "size 1", lambda: {"model_size": 1}, target=-400.0),
     Check("UDRL", "CartPole-v1", 50_000, "defaults"),
     Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_push}),
     Check(

@@ -61,6 +61,24 @@ def agent_parts(parts_class, agent):
     )
 
 
+# A TD-MPC2 small enough to compile in seconds that still plans, bursts and wraps its replay:
+# the resume contract's and test_tdmpc2.py's short run share it, and so one compiled program.
+TDMPC2_SMALL = {
+    "model_size": 1,
+    "n_envs": 2,
+    "enc_dim": 16,
+    "mlp_dim": 16,
+    "latent_dim": 16,
+    "batch_size": 8,
+    "buffer_size": 300,
+    "num_samples": 16,
+    "num_elites": 4,
+    "num_pi_trajs": 2,
+    "iterations": 2,
+    "seed_steps": 100,
+}
+
+
 def first_seed(tree):
     """One seed's slice of a run's state."""
     return jax.tree.map(lambda x: x[0], tree)

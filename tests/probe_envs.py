@@ -79,6 +79,13 @@ class EndlessReward(_Probe):
         return jnp.asarray(self.scale)
 
 
+class ActionReward(EndlessReward):
+    """Reward equal to the (continuous) action, never terminating: the best action is 1 at every step."""
+
+    def reward(self, action):
+        return jnp.reshape(action, ())
+
+
 class TerminalTwin(EndlessReward):
     """Like EndlessReward but the episode truly terminates at `episode_steps`."""
 
