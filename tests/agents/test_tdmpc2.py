@@ -198,10 +198,17 @@ def test_constant_reward_on_ten_step_episodes_at_gamma_0_8_gives_q_5():
 @pytest.mark.slow
 @pytest.mark.learning
 def test_the_planner_chooses_the_action_that_pays_itself():
-    """Reward = action on [-1, 1]: the evaluated plan's mean action (return / 10 steps) is above 0.9."""
-    agent = TDMPC2(ActionReward(continuous=True, episode_steps=10), n_envs=2, seed_steps=200, **TINY)
+    """Reward = action on [-1, 1]: the evaluated plan's mean action (return / 10 steps) is above 0.9.
+
+    At the reference's rate (3e-4) 1,000 steps leave the reward head short of the ends
+    (r(1) read 0.53-0.62) and seeds 2, 4, 5 and 6 planned 0.69-0.79; at 1e-3 it reads
+    0.98-1.00 and seeds 0-6 plan 0.9993-0.9999.
+    """
+    agent = TDMPC2(
+        ActionReward(continuous=True, episode_steps=10), n_envs=2, seed_steps=200, learning_rate=1e-3, **TINY
+    )
     _, evaluations = agent.train(
-        seed=[0, 1], n_timesteps=1_000, logging_config=LoggingConfig(log_frequency=1_000), num_episode_test=4
+        seed=[0, 1, 2], n_timesteps=1_000, logging_config=LoggingConfig(log_frequency=1_000), num_episode_test=4
     )
     mean_action = evaluations["Eval/episodic mean reward"][:, -1] / 10
     assert (mean_action > 0.9).all(), mean_action
