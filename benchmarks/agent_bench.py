@@ -15,10 +15,15 @@ rows: 985 in the 8,000 steps (the defaults would make 187, from row 2,048; a rat
 made 3,937 and a trial about 6 minutes). Its buffer
 holds 4,000 rows, 1,000 per env copy, so the rings wrap within the run; the default
 million rows would allocate 2.6 GB (each row keeps its 2,560-byte latent) and time a
-memset. IQL, offline, is not benchmarked (`NOT_BENCHMARKED`). `SCENARIOS` adds entries run
-elsewhere than the defaults: SAC/inverted_pendulum trains SAC on Brax's inverted pendulum,
-whose episodes terminate, so the run exercises the auto-reset that computes a reset only
-on steps where an episode ended, and the terminal targets. PPO/gru and PPO/transformer are
+memset. TDMPC2 runs model size 1 narrowed to 64-unit layers and a 64-unit latent, and a
+planner of 64 sequences (4 from the policy prior, 8 elites) at the reference's horizon (3)
+and iterations (6), on Pendulum: 1,000 uniform steps, a burst of 1,000 updates on the seed
+data, then it plans at every step of every copy and makes one update (256 windows) per env
+step, 8,000 in all; its buffer holds the run. IQL, offline, is not benchmarked
+(`NOT_BENCHMARKED`). `SCENARIOS` adds entries run elsewhere than the defaults:
+SAC/inverted_pendulum trains SAC on Brax's inverted pendulum, whose episodes terminate, so
+the run exercises the auto-reset that computes a reset only on steps where an episode
+ended, and the terminal targets. PPO/gru and PPO/transformer are
 PPO's defaults with a memory of hidden size 64 (the transformer's window 32, 4 heads),
 trained by BPTT over whole rollouts; SAC/gru and SAC/transformer are SAC's with the same
 memories, trained on replayed windows (16 steps after a burn-in of 8, 16 windows per batch
@@ -135,6 +140,17 @@ PINNED_KWARGS: dict[str, dict[str, Any]] = {
     "REDQ": {"learning_starts": 1000},
     "ASAC": {"learning_starts": 1000},
     "DreamerV3": {"model_size": "1m", "batch_size": 4, "batch_length": 16, "train_ratio": 8, "buffer_size": 4_000},
+    "TDMPC2": {
+        "model_size": 1,
+        "enc_dim": 64,
+        "mlp_dim": 64,
+        "latent_dim": 64,
+        "num_samples": 64,
+        "num_elites": 8,
+        "num_pi_trajs": 4,
+        "seed_steps": 1_000,
+        "buffer_size": 8_000,
+    },
 }
 # The events JAX times around tracing to a jaxpr, lowering to MLIR and the backend compile
 # (jax/_src/dispatch.py: JAXPR_TRACE_EVENT, JAXPR_TO_MLIR_MODULE_EVENT, BACKEND_COMPILE_EVENT).
