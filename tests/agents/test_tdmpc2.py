@@ -18,7 +18,7 @@ from ajax.agents.TDMPC2.train_TDMPC2 import Networks, UpdateCount
 from ajax.environments.create import prepare_env
 from ajax.environments.terminations import can_terminate
 from ajax.logging.wandb_logging import LoggingConfig
-from tests.conftest import TDMPC2_SMALL, first_seed
+from tests.conftest import TDMPC2_SMALL, assert_same_state, first_seed
 from tests.probe_envs import ActionReward, EndlessReward, TerminalTwin
 
 TINY = {
@@ -212,3 +212,12 @@ def test_the_planner_chooses_the_action_that_pays_itself():
     )
     mean_action = evaluations["Eval/episodic mean reward"][:, -1] / 10
     assert (mean_action > 0.9).all(), mean_action
+
+
+def test_a_checkpoint_restores_the_models_the_plans_the_replay_and_the_q_scale(short_run, tmp_path):
+    from ajax.checkpoint import restore_into, save_checkpoint
+
+    agent, state = short_run
+    skeleton, _ = agent.train(seed=[0, 1], n_timesteps=0)
+    restored = restore_into(skeleton, save_checkpoint(state, tmp_path / "tdmpc2.ckpt"))
+    assert_same_state(state, restored)
