@@ -18,6 +18,7 @@ from ajax.agents.REDQ import REDQ  # noqa: E402
 from ajax.agents.SAC import SAC  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
 from ajax.agents.TDMPC2 import TDMPC2  # noqa: E402
+from ajax.agents.TDMPC2MultiTask import TDMPC2MultiTask  # noqa: E402
 from ajax.agents.UDRL import UDRL  # noqa: E402
 
 __all__ = [
@@ -35,5 +36,6 @@ __all__ = [
     "SAC",
     "TD3",
     "TDMPC2",
+    "TDMPC2MultiTask",
     "UDRL",
 ]

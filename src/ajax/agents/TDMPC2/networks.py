@@ -40,6 +40,11 @@ SIZES: dict[int, ModelSize] = {
 weight_init = nn.initializers.truncated_normal(stddev=0.02)  # the reference's trunc_normal_(std=0.02)
 
 
+def embedding_init(key: jax.Array, shape: tuple[int, ...], dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    """Uniform on [-0.02, 0.02], the reference's task embeddings at the start."""
+    return jax.random.uniform(key, shape, dtype, -0.02, 0.02)
+
+
 def simnorm(x: jax.Array, group: int = 8) -> jax.Array:
     """Simplicial normalisation: a softmax within each consecutive group of `group` units.
 
@@ -138,9 +143,7 @@ class WorldModel(nn.Module):
     def setup(self) -> None:
         arch, size = self.arch, self.arch.size
         if arch.n_tasks:
-            self.task_embedding = nn.Embed(
-                arch.n_tasks, arch.task_dim, embedding_init=nn.initializers.uniform_range(-0.02, 0.02)
-            )
+            self.task_embedding = nn.Embed(arch.n_tasks, arch.task_dim, embedding_init=embedding_init)
         enc_layers = max(size.num_enc_layers - 1, 1) * (size.enc_dim,)
         self.encoder = MLP(enc_layers, size.latent_dim, simnorm_dim=arch.simnorm_dim)
         two = (size.mlp_dim, size.mlp_dim)

@@ -1,0 +1,3 @@
+from ajax.agents.TDMPC2MultiTask.TDMPC2MultiTask import TDMPC2MultiTask
+
+__all__ = ["TDMPC2MultiTask"]
