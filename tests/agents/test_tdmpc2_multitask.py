@@ -139,12 +139,12 @@ def test_a_logged_run_evaluates_every_task_and_resumes_through_a_checkpoint(agen
         evaluations["Eval/Pendulum-v1/normalized score"] + evaluations["Eval/Reacher-misc/normalized score"]
     ) / 2
     np.testing.assert_allclose(evaluations["Eval/normalized score"], mean_score, rtol=1e-6)
-    # Half, a checkpoint, a fresh agent, the other half: the state of one call.
+    # Half, a checkpoint restored into a skeleton, the other half: the state of one call.
+    # (The same agent, so the chunks' and evaluations' programs compile once.)
     first, _ = agent.train(seed=[0, 1], n_timesteps=20, logging_config=logging, num_episode_test=2, total_timesteps=40)
-    fresh = TDMPC2MultiTask(dataset, **SMALL)
-    skeleton, _ = fresh.train(seed=[0, 1], n_timesteps=0)
+    skeleton, _ = agent.train(seed=[0, 1], n_timesteps=0)
     restored = restore_into(skeleton, save_checkpoint(first, tmp_path / "multitask.ckpt"))
-    second, later = fresh.train(
+    second, later = agent.train(
         n_timesteps=20, initial_state=restored, logging_config=logging, num_episode_test=2, total_timesteps=40
     )
     assert_same_state(whole, second)
