@@ -21,6 +21,7 @@ Each update, in the order the reference's `Agent.loss` runs (danijar/dreamerv3, 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -169,11 +170,7 @@ def make_train(
     # The RSSM, read as the equations write it -------------------------------------
     def observe(params: Any, latent: Latent, action: jax.Array, embedding: jax.Array, first: jax.Array, key):
         """h_t = f(h_{t-1}, z_{t-1}, a_{t-1}), z_t ~ q(z | h_t, e_t); a reset starts from zeros."""
-        keep = (~first)[..., None]
-        latent = Latent(latent.deter * keep, latent.stoch * keep[..., None])
-        deter = model.apply(params, latent, action * keep, method=WorldModel.step)
-        logits = model.apply(params, deter, embedding, method=WorldModel.posterior)
-        return Latent(deter, sample_one_hot(logits, key)), logits
+        return observe_step(model, params, latent, action, embedding, first, lambda logits: sample_one_hot(logits, key))
 
     def imagine(params: Any, latent: Latent, action: jax.Array, key: jax.Array) -> Latent:
         """h' = f(h, z, a), z' ~ p(z | h')."""
@@ -391,6 +388,24 @@ def make_train(
     return loop.off_policy(init, learn, collect=collect, n_updates=n_updates)
 
 
+def observe_step(
+    model: WorldModel,
+    params: Any,
+    latent: Latent,
+    action: jax.Array,
+    embedding: jax.Array,
+    first: jax.Array,
+    draw: Callable[[jax.Array], jax.Array],
+) -> tuple[Latent, jax.Array]:
+    """One posterior step of the RSSM, the stochastic state drawn from its logits by `draw`
+    (a sample while collecting and training, the mode in evaluation): the latent and the logits."""
+    keep = (~first)[..., None]
+    latent = Latent(latent.deter * keep, latent.stoch * keep[..., None])
+    deter = model.apply(params, latent, action * keep, method=WorldModel.step)
+    logits = model.apply(params, deter, embedding, method=WorldModel.posterior)
+    return Latent(deter, draw(logits)), logits
+
+
 def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: EnvironmentConfig) -> EvalPolicy:
     """The policy's mode on the posterior's mode, the latent carried through each episode."""
     continuous = env_args.continuous
@@ -398,10 +413,9 @@ def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: Envi
     def greedy(state: DreamerV3State, obs: jax.Array, carry: tuple[Latent, jax.Array]):
         params = state.actor_state.params
         latent, previous = carry
-        deter = model.apply(params["model"], latent, previous, method=WorldModel.step)
         embedding = model.apply(params["model"], obs, method=WorldModel.encode)
-        logits = model.apply(params["model"], deter, embedding, method=WorldModel.posterior)
-        latent = Latent(deter, mode_one_hot(logits))
+        first = jnp.zeros(obs.shape[:1], bool)  # each evaluation episode starts from the initial latent
+        latent, _ = observe_step(model, params["model"], latent, previous, embedding, first, mode_one_hot)
         policy = actor.apply(params["actor"], features(latent))
         action = jnp.clip(policy.mode(), -1.0, 1.0) if continuous else policy.mode()
         previous = action if continuous else jax.nn.one_hot(action, env_args.action_dim)
