@@ -177,6 +177,22 @@ def test_params_go_over_the_zoo_preset_and_n_envs():
     assert kwargs == {**zoo.preset("DQN", "CartPole-v1").kwargs, "n_envs": 2, "learning_rate": 1e-3, "double_q": True}
 
 
+def test_the_world_models_keywords_parse_from_params():
+    from ajax import TDMPC2
+
+    params = ["model_size=1", "enc_dim=16", "episodic=false", "seed_steps=none", "temperature=0.25"]
+    kwargs = agent_arguments(TDMPC2, "Pendulum-v1", zoo=False, n_envs=2, params=params)
+    assert kwargs == {
+        "n_envs": 2,
+        "model_size": 1,
+        "enc_dim": 16,
+        "episodic": False,
+        "seed_steps": None,
+        "temperature": 0.25,
+    }
+    assert TDMPC2("Pendulum-v1", **kwargs).config["resolved"]["seed_steps"] == 1000
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
