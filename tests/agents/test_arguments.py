@@ -153,8 +153,8 @@ MISTAKES = [
     ("batch_length", 0, COUNT),
     ("imag_horizon", 0, COUNT),
     # TD-MPC2's
-    ("model_size", 4, r"be one of 1, 5, 19, 48, 317 \(millions of parameters\)"),
-    ("model_size", True, r"be one of 1, 5, 19, 48, 317 \(millions of parameters\)"),
+    ("model_size", 4, "be one of [^,]+(, [^,]+)*"),  # DreamerV3's names, TD-MPC2's millions
+    ("model_size", True, "be one of [^,]+(, [^,]+)*"),
     ("enc_lr_scale", 0.0, ABOVE_0),
     ("grad_clip_norm", -1.0, ABOVE_0),
     ("rho", 0.0, UNIT_ABOVE_0),

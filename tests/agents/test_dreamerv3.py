@@ -242,7 +242,7 @@ class CriticTerm(Extension):
 
 
 def test_bad_settings_are_refused_at_construction():
-    with pytest.raises(ValueError, match="Did you mean '12m'"):
+    with pytest.raises(ValueError, match="did you mean '12m'"):
         DreamerV3("CartPole-v1", model_size="12M")
     with pytest.raises(ValueError, match="recurrent by design"):
         DreamerV3("CartPole-v1", memory={"kind": "gru", "hidden_size": 8})

@@ -62,10 +62,10 @@ class DreamerV3(ActorCritic):
                 "DreamerV3 is recurrent by design: its RSSM carries a latent state through every episode, so it "
                 "takes no memory=. Drop memory=; model_size sets the latent's size."
             )
-        if model_size not in SIZES:
+        if not isinstance(model_size, str) or model_size not in SIZES:
             close = difflib.get_close_matches(str(model_size), SIZES, n=3)
-            hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise ValueError(f"Unknown model_size {model_size!r}; DreamerV3's sizes are {', '.join(SIZES)}.{hint}")
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise ValueError(f"model_size must be one of {', '.join(SIZES)}{hint}, got {model_size!r}.")
         require_counts(
             n_envs=n_envs,
             batch_size=batch_size,
