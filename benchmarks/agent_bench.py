@@ -19,8 +19,8 @@ memset. TDMPC2 runs model size 1 narrowed to 64-unit layers and a 64-unit latent
 planner of 64 sequences (4 from the policy prior, 8 elites) at the reference's horizon (3)
 and iterations (6), on Pendulum: 1,000 uniform steps, a burst of 1,000 updates on the seed
 data, then it plans at every step of every copy and makes one update (256 windows) per env
-step, 8,000 in all; its buffer holds the run. IQL, offline, is not benchmarked
-(`NOT_BENCHMARKED`). `SCENARIOS` adds entries run elsewhere than the defaults:
+step, 8,000 in all; its buffer holds the run. IQL and TDMPC2MultiTask, offline, are not
+benchmarked (`NOT_BENCHMARKED`). `SCENARIOS` adds entries run elsewhere than the defaults:
 SAC/inverted_pendulum trains SAC on Brax's inverted pendulum, whose episodes terminate, so
 the run exercises the auto-reset that computes a reset only on steps where an episode
 ended, and the terminal targets. PPO/gru and PPO/transformer are
@@ -85,7 +85,10 @@ N_TRIALS = 3
 SCENARIO = "defaults"
 # Every other hyperparameter is the agent's default; these would leave no update within 8,000 steps.
 # Registered agents the benchmark leaves out, and why.
-NOT_BENCHMARKED = {"IQL": "offline: it learns from a dataset and steps no env while it trains"}
+NOT_BENCHMARKED = {
+    "IQL": "offline: it learns from a dataset and steps no env while it trains",
+    "TDMPC2MultiTask": "offline: it learns from a multi-task dataset and steps no env while it trains",
+}
 # Entries beyond the defaults: name -> (agent, env id, pinned keywords).
 SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "SAC/inverted_pendulum": ("SAC", "inverted_pendulum", {"learning_starts": 1000}),

@@ -77,6 +77,35 @@ TDMPC2_SMALL = {
     "iterations": 2,
     "seed_steps": 100,
 }
+# TDMPC2MultiTask at the same sizes: it collects nothing, so it takes no envs, replay or warm-up.
+TDMPC2_MULTITASK_SMALL = {
+    **{key: value for key, value in TDMPC2_SMALL.items() if key not in ("n_envs", "buffer_size", "seed_steps")},
+    "task_dim": 8,
+}
+
+
+def pendulum_multitask_dataset(n_rows: int = 64):
+    """A one-task MultiTaskDataset shaped as Pendulum-v1 (3 observations, 1 action, episodes of 200) whose
+    task is named Pendulum-v1, so TDMPC2MultiTask evaluates it there by default.
+
+    Random rows from numpy, no env stepped: where the other agents are built on an env id, this is what
+    TDMPC2MultiTask is built on, and the tests that build it (or briefly train it) need no good data.
+    """
+    from ajax.buffers import Dataset, MultiTaskDataset
+
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(n_rows + 1, 3)).astype(np.float32)
+    rows = Dataset(
+        obs=obs[:-1],
+        action=rng.uniform(-1.0, 1.0, size=(n_rows, 1)).astype(np.float32),
+        reward=rng.uniform(-10.0, 0.0, size=n_rows).astype(np.float32),
+        next_obs=obs[1:],
+        terminated=np.zeros(n_rows, bool),
+        truncated=np.zeros(n_rows, bool),
+    )
+    return MultiTaskDataset.from_datasets(
+        {"Pendulum-v1": rows}, episode_lengths={"Pendulum-v1": 200}, score_ranges={"Pendulum-v1": (-1500.0, -150.0)}
+    )
 
 
 def first_seed(tree):

@@ -56,7 +56,7 @@ def save_checkpoint(state: Any, path: str | os.PathLike, agent: ActorCritic | No
         "format": FORMAT,
         "class": type(state).__name__,
         "agent": None if agent is None else agent.name,
-        "env": None if agent is None else env_label(agent.config["env_id"]),
+        "env": None if agent is None else agent_env(agent),
         "payload_bytes": len(payload),
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
@@ -81,6 +81,14 @@ def save_checkpoint(state: Any, path: str | os.PathLike, agent: ActorCritic | No
 def env_label(env_id: Any) -> str:
     """An env id as a header records it: the id itself, or a custom env's class name."""
     return env_id if isinstance(env_id, str) else type(env_id).__name__
+
+
+def agent_env(agent: ActorCritic) -> str:
+    """What a header records as `agent`'s env: its env id, or, for an agent built on a multi-task
+    dataset (TDMPC2MultiTask, which has no one env and whose config names none), its tasks."""
+    if "env_id" in agent.config:
+        return env_label(agent.config["env_id"])
+    return "tasks " + ", ".join(agent.config["resolved"]["tasks"])
 
 
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], bytes]:
@@ -125,7 +133,7 @@ def restore_into(skeleton: Any, path: str | os.PathLike, agent: ActorCritic | No
     header, payload = read_checkpoint(path)
     saved_by = f"{header['agent']} on {header['env']}" if header.get("agent") else "an unnamed agent"
     if agent is not None and header.get("agent") is not None:
-        ours = (agent.name, env_label(agent.config["env_id"]))
+        ours = (agent.name, agent_env(agent))
         if ours != (header["agent"], header["env"]):
             raise CheckpointError(
                 f"Cannot restore {path} into {ours[0]} on {ours[1]}: it was saved by {saved_by}. Build the agent "

@@ -5,6 +5,10 @@ that a progress bar can move between them from Python: nothing is called back fr
 program. A chunked run is the same run as one uninterrupted call, because every chunk resumes from the
 state the previous one returned and keeps the run's horizon for its schedules.
 
+An agent that learns offline from several tasks' data (`DATASET_AGENTS`: TDMPC2MultiTask) takes the path
+of a saved `MultiTaskDataset` in ENV_ID's place; its timesteps count updates, and its table and learning
+curve report the mean normalised score over its tasks, whose returns lie on scales of their own.
+
 The run folder gets `config.json`, `evaluations.jsonl`, `evaluations.csv` and `learning_curve.png`, so a
 run can be inspected, compared and plotted again without rerunning it. After every chunk it also holds
 `checkpoint.ckpt`, the whole state written atomically, and the evaluations so far: `ajax train --resume
@@ -29,6 +33,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,9 +45,41 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from ajax.agents.base import ActorCritic
+    from ajax.buffers.multitask import MultiTaskDataset
 
 EVAL_RETURN = "Eval/episodic mean reward"
-"""The metric the summary table and the learning curve report."""
+"""The metric the summary table and the learning curve report for an agent trained on an env."""
+
+EVAL_SCORE = "Eval/normalized score"
+"""What they report for a multi-task agent: its tasks' returns lie on scales of their own, and their
+normalised scores (0 at the task's low score, 100 at its high one), averaged, put them on one."""
+
+DATASET_AGENTS = frozenset({"TDMPC2MultiTask"})
+"""Agents built on a saved `MultiTaskDataset`, whose path the command takes where others take an env id.
+
+They step no env while they train (their timesteps count updates, --n-envs has nothing to set) and
+the Zoo tunes none of them; each task is evaluated in its own env, by default the env of the task's name.
+"""
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a run's summary table, learning curve and progress bar call its metric and its steps."""
+
+    metric: str
+    quantity: str  # the table's words: "final eval <quantity>", "<quantity> over K episodes"
+    axis: str  # the learning curve's y label
+    steps: str  # what a timestep counts
+
+
+ENV_REPORT = Report(EVAL_RETURN, "return", "evaluation episodic return", "environment steps")
+DATASET_REPORT = Report(EVAL_SCORE, "normalized score", "normalized score, mean over tasks", "updates")
+
+
+def report_of(agent_name: str) -> Report:
+    """How the command reports `agent_name`'s runs: a dataset agent's evaluations hold no single return."""
+    return DATASET_REPORT if agent_name in DATASET_AGENTS else ENV_REPORT
+
 
 N_CHUNKS = 20
 """How many times the progress bar moves: each chunk costs a trip out of the compiled program."""
@@ -77,7 +114,13 @@ def build_parser() -> argparse.ArgumentParser:
         "evaluations.csv and learning_curve.png to the run folder.",
     )
     train.add_argument("agent", metavar="AGENT", nargs="?", help="agent name, e.g. DQN, PPO or SAC")
-    train.add_argument("env_id", metavar="ENV_ID", nargs="?", help="environment id, e.g. CartPole-v1 or Pendulum-v1")
+    train.add_argument(
+        "env_id",
+        metavar="ENV_ID",
+        nargs="?",
+        help="environment id, e.g. CartPole-v1 or Pendulum-v1; for TDMPC2MultiTask, the path of a saved "
+        "MultiTaskDataset (scripts/make_multitask_dataset.py makes one)",
+    )
     train.add_argument(
         "--resume",
         type=Path,
@@ -90,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--timesteps",
         type=_positive_int,
         default=None,
-        help=f"environment steps per seed (default: {DEFAULT_TIMESTEPS}, or the --zoo preset's budget)",
+        help=f"environment steps per seed, updates for TDMPC2MultiTask (default: {DEFAULT_TIMESTEPS}, or the --zoo "
+        "preset's budget)",
     )
     train.add_argument("--n-envs", type=_positive_int, default=None, help="parallel envs (default: the agent's)")
     train.add_argument(
@@ -111,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-frequency",
         type=_positive_int,
         default=None,
-        help="evaluate every F environment steps (default: timesteps // 20)",
+        help="evaluate every F environment steps, updates for TDMPC2MultiTask (default: timesteps // 20)",
     )
     train.add_argument(
         "--num-episode-test",
@@ -185,7 +229,8 @@ def agent_arguments(
     kwargs = presets.preset(agent_class.name, env_id).kwargs if zoo else {}
     if n_envs is not None:
         kwargs["n_envs"] = int(n_envs)
-    accepted = [name for name in inspect.signature(agent_class.__init__).parameters if name not in ("self", "env_id")]
+    # After self, the constructor's first argument is what ENV_ID gives: the env id, or a dataset agent's dataset.
+    accepted = list(inspect.signature(agent_class.__init__).parameters)[2:]
     for pair in params:
         name, equals, text = pair.partition("=")
         name = name.strip().replace("-", "_")
@@ -197,14 +242,30 @@ def agent_arguments(
     return kwargs
 
 
+def load_dataset(path: str) -> MultiTaskDataset:
+    """The `MultiTaskDataset` saved at `path`; a ValueError naming the path if there is none or it is damaged."""
+    from ajax.buffers.multitask import MultiTaskDataset
+
+    try:
+        return MultiTaskDataset.load(path)
+    except FileNotFoundError:
+        raise ValueError(
+            f"no dataset file {path} (the path of a MultiTaskDataset saved with MultiTaskDataset.save; "
+            "scripts/make_multitask_dataset.py makes one)."
+        ) from None
+
+
 def build_agent(agent_name: str, env_id: str, cli: dict[str, Any]) -> ActorCritic:
-    """The agent a command's settings (or a run folder's saved ones) describe."""
+    """The agent a command's settings (or a run folder's saved ones) describe; a dataset agent's `env_id`
+    is its dataset file's path, read here."""
     from ajax.agents.registry import AGENTS
 
     agent_class = AGENTS[agent_name]
     kwargs = agent_arguments(
         agent_class, env_id, zoo=bool(cli.get("zoo")), n_envs=cli.get("n_envs"), params=cli.get("params", [])
     )
+    if agent_name in DATASET_AGENTS:
+        return agent_class(load_dataset(env_id), **kwargs)
     return agent_class(env_id, **kwargs)
 
 
@@ -295,12 +356,15 @@ def evaluation_rows(chunks: Sequence[dict[str, np.ndarray]], seeds: Sequence[int
     return rows
 
 
-def final_returns(rows: Sequence[Row], seeds: Sequence[int]) -> dict[int, tuple[int, float] | None]:
-    """Each seed's last filled evaluation return and its timestep; None for a seed never evaluated."""
+def final_returns(
+    rows: Sequence[Row], seeds: Sequence[int], metric: str = EVAL_RETURN
+) -> dict[int, tuple[int, float] | None]:
+    """Each seed's last filled evaluation return (or other `metric`) and its timestep; None for a seed never
+    evaluated."""
     finals: dict[int, tuple[int, float] | None] = {int(seed): None for seed in seeds}
     for row in rows:
-        if row.get(EVAL_RETURN) is not None:
-            finals[row["seed"]] = (row["timestep"], row[EVAL_RETURN])
+        if row.get(metric) is not None:
+            finals[row["seed"]] = (row["timestep"], row[metric])
     return finals
 
 
@@ -331,8 +395,9 @@ def write_csv(path: Path, rows: Sequence[Row]) -> None:
             writer.writerow({name: "" if value is None else value for name, value in row.items()})
 
 
-def plot_learning_curve(path: Path, rows: Sequence[Row], title: str) -> bool:
-    """The mean evaluation return over seeds with its min-max band; False when nothing was evaluated.
+def plot_learning_curve(path: Path, rows: Sequence[Row], title: str, report: Report = ENV_REPORT) -> bool:
+    """The mean evaluation return (or `report`'s metric) over seeds with its min-max band; False when nothing
+    was evaluated.
 
     Drawn on an Agg canvas without pyplot, so it needs no display and leaves no global figure behind.
     """
@@ -341,8 +406,8 @@ def plot_learning_curve(path: Path, rows: Sequence[Row], title: str) -> bool:
 
     by_timestep: dict[int, list[float]] = {}
     for row in rows:
-        if row.get(EVAL_RETURN) is not None:
-            by_timestep.setdefault(row["timestep"], []).append(row[EVAL_RETURN])
+        if row.get(report.metric) is not None:
+            by_timestep.setdefault(row["timestep"], []).append(row[report.metric])
     if not by_timestep:
         return False
     timesteps = np.array(sorted(by_timestep))
@@ -358,8 +423,8 @@ def plot_learning_curve(path: Path, rows: Sequence[Row], title: str) -> bool:
     axes.plot(timesteps, mean, marker="o", markersize=3, label=f"mean over {n_seeds} seed{'s' * (n_seeds > 1)}")
     if n_seeds > 1:
         axes.fill_between(timesteps, low, high, alpha=0.25, label="min-max over seeds")
-    axes.set_xlabel("environment steps")
-    axes.set_ylabel("evaluation episodic return")
+    axes.set_xlabel(report.steps)
+    axes.set_ylabel(report.axis)
     axes.set_title(title)
     axes.grid(alpha=0.3)
     axes.legend(loc="best")
@@ -368,16 +433,20 @@ def plot_learning_curve(path: Path, rows: Sequence[Row], title: str) -> bool:
 
 
 def summary_table(
-    finals: dict[int, tuple[int, float] | None], title: str, nonfinite: dict[int, str] | None = None
+    finals: dict[int, tuple[int, float] | None],
+    title: str,
+    nonfinite: dict[int, str] | None = None,
+    report: Report = ENV_REPORT,
 ) -> Table:
-    """Each seed's final evaluation return, then their mean ± std: the number a run is judged by.
+    """Each seed's final evaluation return (or `report`'s metric), then their mean ± std: the number a run
+    is judged by.
 
     `nonfinite`, when a seed went NaN or infinite, adds a column saying from when and what.
     """
     table = Table(title=title)
     table.add_column("Seed", justify="right")
     table.add_column("Timestep", justify="right")
-    table.add_column("Final eval return", justify="right")
+    table.add_column(f"Final eval {report.quantity}", justify="right")
     if nonfinite:
         table.add_column("Non-finite")
     for seed, final in finals.items():
@@ -391,9 +460,15 @@ def summary_table(
 
 
 # The command ----------------------------------------------------------------------------------------------
+def _target(agent: str, env_id: str) -> str:
+    """What a run trains on, in its titles: the env id, or a dataset agent's dataset file by its name."""
+    return Path(env_id).name if agent in DATASET_AGENTS else env_id
+
+
 def _default_out(agent: str, env_id: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    safe_env = "".join(c if c.isalnum() or c in "-_." else "_" for c in env_id)
+    target = Path(env_id).stem if agent in DATASET_AGENTS else env_id
+    safe_env = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
     return Path("runs") / f"{agent}-{safe_env}-{stamp}"
 
 
@@ -501,11 +576,12 @@ def eval_command(args: argparse.Namespace, console: Console) -> int:
     except CheckpointError as error:
         print(error, file=sys.stderr)
         return 2
-    returns = agent.evaluate(state, num_episode_test=args.episodes)[EVAL_RETURN]
+    report = report_of(cli["agent"])
+    returns = agent.evaluate(state, num_episode_test=args.episodes)[report.metric]
     timestep = int(state.collector_state.timestep[0])
     finals = {seed: (timestep, float(returns[index])) for index, seed in enumerate(seeds)}
-    title = f"{cli['agent']} on {cli['env_id']}: return over {args.episodes} episodes"
-    console.print(summary_table(finals, title))
+    title = f"{cli['agent']} on {_target(cli['agent'], cli['env_id'])}: {report.quantity} over {args.episodes} episodes"
+    console.print(summary_table(finals, title, report=report))
     return 0
 
 
@@ -527,6 +603,11 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     if agent_name is None:
         print(f"Unknown agent {args.agent!r}. Available agents: {', '.join(AGENTS)}.", file=sys.stderr)
         return 2
+    if agent_name in DATASET_AGENTS:
+        problem = _dataset_agent_refusal(agent_name, args)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 2
     if args.timesteps is not None:
         total = int(args.timesteps)
     elif args.zoo:
@@ -554,6 +635,7 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
         return 2
 
     seeds = list(range(int(args.seeds)))
+    report = report_of(agent_name)
     out = Path(args.out) if args.out is not None else _default_out(agent_name, args.env_id)
     out.mkdir(parents=True, exist_ok=True)
     state, previous_rows = None, []
@@ -571,7 +653,8 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     else:
         cli_arguments = {
             "agent": agent_name,
-            "env_id": args.env_id,
+            # A dataset file by its absolute path: --resume and `ajax eval` find it from any directory.
+            "env_id": str(Path(args.env_id).resolve()) if agent_name in DATASET_AGENTS else args.env_id,
             "seeds": len(seeds),
             "timesteps": total,
             "n_envs": args.n_envs,
@@ -599,13 +682,15 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("steps"),
+        TextColumn(report.steps),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
     )
     with progress, logging_worker(args, out, seeds) as worker:
-        task = progress.add_task(f"{agent_name} on {args.env_id} ({len(seeds)} seeds)", total=total)
+        task = progress.add_task(
+            f"{agent_name} on {_target(agent_name, args.env_id)} ({len(seeds)} seeds)", total=total
+        )
         if state is not None:
             progress.update(task, completed=int(state.collector_state.timestep[0]))
         try:
@@ -628,10 +713,11 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     rows = all_rows(chunks)
     write_jsonl(out / "evaluations.jsonl", rows)
     write_csv(out / "evaluations.csv", rows)
-    title = f"{agent_name} on {args.env_id}"
-    plotted = plot_learning_curve(out / "learning_curve.png", rows, title)
+    title = f"{agent_name} on {_target(agent_name, args.env_id)}"
+    plotted = plot_learning_curve(out / "learning_curve.png", rows, title, report)
 
-    console.print(summary_table(final_returns(rows, seeds), f"{title}: final evaluation return", gone(state, seeds)))
+    finals = final_returns(rows, seeds, report.metric)
+    console.print(summary_table(finals, f"{title}: final evaluation {report.quantity}", gone(state, seeds), report))
     console.print(f"Wall time: {wall_time:.1f} s (compilation included)", highlight=False)
     if not plotted:
         console.print("No evaluation finished: learning_curve.png was not written.", highlight=False)
@@ -643,6 +729,21 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
         print(stopped, file=sys.stderr)
         return 1
     return 0
+
+
+def _dataset_agent_refusal(agent_name: str, args: argparse.Namespace) -> str | None:
+    """Why a dataset agent's command cannot run as given: an option it has no use for; None if none."""
+    if args.zoo:
+        return (
+            f"--zoo does not apply to {agent_name}: it trains offline on a dataset file, and the Zoo has no presets "
+            "for it."
+        )
+    if args.n_envs is not None:
+        return (
+            f"--n-envs does not apply to {agent_name}: it steps no env while it trains, and evaluates each task in "
+            "one env."
+        )
+    return None
 
 
 def gone(state: Any, seeds: Sequence[int]) -> dict[int, str]:

@@ -12,10 +12,33 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APG, APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, TDMPC2, UDRL, DAgger, DreamerV3
+from ajax import (
+    APG,
+    APO,
+    ASAC,
+    AVG,
+    DQN,
+    IQL,
+    PPO,
+    PQN,
+    REDQ,
+    SAC,
+    TD3,
+    TDMPC2,
+    UDRL,
+    DAgger,
+    DreamerV3,
+    TDMPC2MultiTask,
+)
 from ajax.buffers import collect_dataset
 from ajax.logging.wandb_logging import LoggingConfig
-from tests.conftest import TDMPC2_SMALL, assert_same_state, cartpole_expert
+from tests.conftest import (
+    TDMPC2_MULTITASK_SMALL,
+    TDMPC2_SMALL,
+    assert_same_state,
+    cartpole_expert,
+    pendulum_multitask_dataset,
+)
 
 SMALL = ("16", "relu")
 
@@ -24,6 +47,11 @@ SMALL = ("16", "relu")
 def iql_dataset():
     """1,000 steps of a damping controller on Pendulum: IQL's fixed offline data."""
     return collect_dataset("Pendulum-v1", lambda obs: jnp.clip(-obs[..., 2:3], -2.0, 2.0), 1_000, seed=0)
+
+
+@functools.cache
+def multitask_dataset():
+    return pendulum_multitask_dataset()
 
 
 AGENTS = {
@@ -122,6 +150,9 @@ AGENTS = {
     ),
     # Planning from step 100 on, its burst of 100 updates then one per step, a replay that wraps.
     "TDMPC2": lambda: TDMPC2("Pendulum-v1", **TDMPC2_SMALL),
+    # Offline: every timestep one update on the dataset's windows. Its logged run (the evaluations
+    # between chunks) is held to the same continuity in test_tdmpc2_multitask.py.
+    "TDMPC2MultiTask": lambda: TDMPC2MultiTask(multitask_dataset(), **TDMPC2_MULTITASK_SMALL),
     "DQN": lambda: DQN(
         "CartPole-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, architecture=SMALL
     ),

@@ -27,7 +27,7 @@ from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.extensions.prior_data import PriorData
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.state import LoopTrainState
-from tests.conftest import cartpole_expert, first_seed
+from tests.conftest import cartpole_expert, first_seed, pendulum_multitask_dataset
 
 # Phases -----------------------------------------------------------------------------------
 
@@ -48,8 +48,14 @@ FOLDED = {
     "IQL": REPLAY_CRITIC,
     "DreamerV3": set(),
     "TDMPC2": set(),
+    "TDMPC2MultiTask": set(),
 }
 ENV = {True: "Pendulum-v1", False: "CartPole-v1", None: "CartPole-v1"}
+
+
+def built_on(name: str):
+    """What an agent is built on: its env id, or TDMPC2MultiTask's dataset (one task, evaluated on Pendulum)."""
+    return pendulum_multitask_dataset() if name == "TDMPC2MultiTask" else ENV[AGENTS[name].continuous]
 
 
 def required(name: str) -> dict:
@@ -86,15 +92,15 @@ class AddsACriticLoss(Extension):
 def test_an_unfolded_phase_is_refused_at_construction(name):
     agent = AGENTS[name]
     if "action" in agent.supported_extension_phases:
-        agent(ENV[agent.continuous], extensions=(OverridesEveryAction(),))
+        agent(built_on(name), extensions=(OverridesEveryAction(),))
     else:
         with pytest.raises(ValueError, match=f"action, which {name} never folds"):
-            agent(ENV[agent.continuous], extensions=(OverridesEveryAction(),), **required(name))
+            agent(built_on(name), extensions=(OverridesEveryAction(),), **required(name))
     if "critic_loss" not in agent.supported_extension_phases:
         with pytest.raises(ValueError, match=f"critic_loss, which {name} never folds"):
-            agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),), **required(name))
+            agent(built_on(name), extensions=(AddsACriticLoss(),), **required(name))
     else:
-        agent(ENV[agent.continuous], extensions=(AddsACriticLoss(),), **required(name))
+        agent(built_on(name), extensions=(AddsACriticLoss(),), **required(name))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,9 @@
-"""Every exported agent by name, for the command line and the benchmark."""
+"""Every exported agent by name, for the command line and the benchmark.
+
+TDMPC2MultiTask is built on a `MultiTaskDataset`, not an env id: the command line reads its second
+positional as a dataset file (`ajax.cli.DATASET_AGENTS`) and the benchmark, which times env steps,
+leaves it out (`NOT_BENCHMARKED`).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from ajax.agents.REDQ import REDQ
 from ajax.agents.SAC import SAC
 from ajax.agents.TD3 import TD3
 from ajax.agents.TDMPC2 import TDMPC2
+from ajax.agents.TDMPC2MultiTask import TDMPC2MultiTask
 from ajax.agents.UDRL import UDRL
 
 AGENTS: dict[str, type[ActorCritic]] = {
@@ -34,5 +40,6 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "SAC": SAC,
     "TD3": TD3,
     "TDMPC2": TDMPC2,
+    "TDMPC2MultiTask": TDMPC2MultiTask,
     "UDRL": UDRL,
 }
