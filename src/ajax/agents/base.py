@@ -9,7 +9,6 @@ the seeds, waits, and returns `(state, evaluations)`: every leaf with a leading 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 import math
 import warnings
@@ -23,6 +22,7 @@ import numpy as np
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count, require_finite_positive, require_in_interval
+from ajax.devices import Placement
 from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
@@ -76,7 +76,7 @@ def shallow_fields(config: Any) -> dict[str, Any]:
     return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
 
 
-def _seeds(seed: int | Sequence[int]) -> list[int]:
+def checked_seeds(seed: int | Sequence[int]) -> list[int]:
     """The seeds as a list of distinct integers in [0, 2**32): a string or a float is refused, not read."""
     many = not is_count(seed) and isinstance(seed, Sequence | np.ndarray) and not isinstance(seed, str | bytes)
     seeds = list(seed) if many else [seed]
@@ -171,7 +171,17 @@ def _unbatched_counters(state: BaseAgentState, value: Any) -> BaseAgentState:
     )
 
 
-def _strongly_typed(state: BaseAgentState) -> BaseAgentState:
+def run_seeds(one_seed: Callable, keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+    """`one_seed` vmapped over the seeds of `state`, its shared counters read from the first seed.
+
+    The counters go in unbatched, so the gates that read them stay branches under the vmap.
+    """
+    axes = _unbatched_counters(jax.tree.map(lambda _: 0, state), lambda _: None)
+    state = _unbatched_counters(state, lambda x: x[0])
+    return jax.vmap(one_seed, in_axes=(0, axes), axis_name=SEED_AXIS)(keys, state)
+
+
+def strongly_typed(state: BaseAgentState) -> BaseAgentState:
     """The state with its weakly typed leaves made strong, dtype unchanged.
 
     A library counter started from a Python 0 (an optimiser's step, an env's clock) is weakly
@@ -196,6 +206,9 @@ class ActorCritic:
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     # What the batches its loss and target phases fold over carry: a replay's transitions.
     batch_fields: ClassVar[frozenset[str]] = REPLAY_FIELDS
+    # The constructor's arguments `ajax.sweep` can vary inside one program: numbers the program
+    # computes with, never a shape, a loop length or a Python branch.
+    sweepable: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -325,12 +338,16 @@ class ActorCritic:
             "agent_config": self.agent_config,
         }
 
+    def static_settings(self, run: RunSettings) -> dict[str, Any]:
+        """Every static setting the agent's make_train takes for `run`: its own, and the extensions
+        bound to the run's horizon (a sweep traces the numbers among them, `ajax.sweep`)."""
+        return {**self.train_kwargs(), "extensions": self.extensions.with_horizon(run.total_timesteps)}
+
     def get_make_train(self) -> Callable[..., Callable]:
-        """make_train bound to the agent's settings; given a run, its extensions see the run's horizon."""
-        make_train = functools.partial(type(self).make_train, **self.train_kwargs())
+        """make_train bound to the agent's settings for the run it is given."""
 
         def bound(*, run: RunSettings, **kwargs: Any) -> Callable:
-            return make_train(run=run, extensions=self.extensions.with_horizon(run.total_timesteps), **kwargs)
+            return type(self).make_train(run=run, **self.static_settings(run), **kwargs)
 
         return bound
 
@@ -347,41 +364,24 @@ class ActorCritic:
                 f"learning_starts={learning_starts} is not below the call's end ({end_timestep} timesteps): "
                 f"{self.name} will only collect warm-up actions and never update. Lower learning_starts or train "
                 "longer.",
-                stacklevel=3,
+                stacklevel=4,
             )
 
     # Training -------------------------------------------------------------------------
-    def train(
+    def run_settings(
         self,
-        seed: int | Sequence[int] | None = None,
-        n_timesteps: int = int(1e6),
-        num_episode_test: int = 10,
-        logging_config: LoggingConfig | None = None,
-        initial_state: BaseAgentState | None = None,
-        total_timesteps: int | None = None,
-        on_nonfinite: str = "warn",
-    ) -> tuple[BaseAgentState, dict[str, jax.Array] | None]:
-        """Train every seed as one compiled program; returns `(state, evaluations)`.
-
-        `n_timesteps` environment steps are run from the state's timestep (0 on a fresh run);
-        `n_timesteps=0` returns the untrained state, the skeleton a checkpoint is restored into.
-        `seed` is one seed or a list (None: seed 0 on a fresh run, the state's own seeds on a
-        resumed one, named by position). `total_timesteps` is the run's horizon, which every
-        schedule runs to (by default this call's end). Without a `logging_config` nothing is
-        evaluated and the evaluations are None. A seed whose observations, rewards, losses,
-        gradient norms or parameters went non-finite is reported once the run returns: a
-        `NonFiniteWarning`, or with `on_nonfinite="raise"` a `NonFiniteError`, naming the seed,
-        the first such timestep and what went non-finite.
-        """
-        if on_nonfinite not in nonfinite.ON_NONFINITE:
-            raise ValueError(f"on_nonfinite must be one of {nonfinite.ON_NONFINITE}, got {on_nonfinite!r}.")
+        start: int,
+        n_timesteps: int,
+        num_episode_test: int,
+        logging_config: LoggingConfig | None,
+        total_timesteps: int | None,
+    ) -> tuple[RunSettings, LoggingConfig | None]:
+        """What a call from timestep `start` covers, checked; the logging config with the run's."""
         n_timesteps = int(n_timesteps)
         if n_timesteps < 0:
             raise ValueError(f"n_timesteps must be >= 0, got {n_timesteps} (0 returns the untrained state).")
         if num_episode_test < 1:
             raise ValueError(f"num_episode_test must be a positive integer, got {num_episode_test}.")
-        seeds = None if seed is None else _seeds(seed)
-        start = 0 if initial_state is None else shared_counters(initial_state)["timestep"]
         end = start + n_timesteps
         horizon = int(total_timesteps) if total_timesteps is not None else end
         rollout = self.rollout_steps()
@@ -401,7 +401,7 @@ class ActorCritic:
                 warnings.warn(
                     f"log_frequency={logging_config.log_frequency} exceeds what this call covers "
                     f"(timesteps {start} to {end}): it will not evaluate.",
-                    stacklevel=2,
+                    stacklevel=3,
                 )
             logging_config = logging_config.with_config(self.config)
         run = RunSettings(
@@ -412,10 +412,44 @@ class ActorCritic:
             log_frequency=None if logging_config is None else int(logging_config.log_frequency),
             record=logging_config is not None and logging_config.has_backend,
         )
+        return run, logging_config
+
+    def train(
+        self,
+        seed: int | Sequence[int] | None = None,
+        n_timesteps: int = int(1e6),
+        num_episode_test: int = 10,
+        logging_config: LoggingConfig | None = None,
+        initial_state: BaseAgentState | None = None,
+        total_timesteps: int | None = None,
+        on_nonfinite: str = "warn",
+        devices: int | Sequence[jax.Device] | None = None,
+    ) -> tuple[BaseAgentState, dict[str, jax.Array] | None]:
+        """Train every seed as one compiled program; returns `(state, evaluations)`.
+
+        `n_timesteps` environment steps are run from the state's timestep (0 on a fresh run);
+        `n_timesteps=0` returns the untrained state, the skeleton a checkpoint is restored into.
+        `seed` is one seed or a list (None: seed 0 on a fresh run, the state's own seeds on a
+        resumed one, named by position). `total_timesteps` is the run's horizon, which every
+        schedule runs to (by default this call's end). Without a `logging_config` nothing is
+        evaluated and the evaluations are None. A seed whose observations, rewards, losses,
+        gradient norms or parameters went non-finite is reported once the run returns: a
+        `NonFiniteWarning`, or with `on_nonfinite="raise"` a `NonFiniteError`, naming the seed,
+        the first such timestep and what went non-finite. `devices`: the seeds are spread
+        across every device JAX sees (None), the first `devices` of them, or those listed
+        (`ajax.devices`); the results are the one-device run's.
+        """
+        if on_nonfinite not in nonfinite.ON_NONFINITE:
+            raise ValueError(f"on_nonfinite must be one of {nonfinite.ON_NONFINITE}, got {on_nonfinite!r}.")
+        seeds = None if seed is None else checked_seeds(seed)
+        start = 0 if initial_state is None else shared_counters(initial_state)["timestep"]
+        run, logging_config = self.run_settings(start, n_timesteps, num_episode_test, logging_config, total_timesteps)
         one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
         if initial_state is None:
             seeds = [0] if seeds is None else seeds
-            initial_state = self._fresh_program(one_seed, run)(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
+            placement = Placement.of(devices, len(seeds))
+            keys = placement.spread(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
+            initial_state = self._fresh_program(one_seed, run)(keys)
         else:
             n_seeds = jax.tree.leaves(initial_state.rng)[0].shape[0] if seeds is None else len(seeds)
             problem = state_mismatch(initial_state, self._skeleton(one_seed, run, n_seeds))
@@ -424,20 +458,21 @@ class ActorCritic:
                     f"initial_state does not fit this {self.name}: {problem}. Resume a state with the agent that "
                     "made it: the same class, architectures, env, n_envs and extensions, and as many seeds."
                 )
+            placement = Placement.of(devices, n_seeds)
+            initial_state = placement.spread(strongly_typed(initial_state))
         # A fresh run is a resumed call from the initial state: both run one compiled program,
         # so a run split in two follows one call's arithmetic exactly. Every key comes from
         # the state: `seed` plays no further part.
-        keys = jnp.zeros((jax.tree.leaves(initial_state.rng)[0].shape[0], 2), jnp.uint32)
+        keys = placement.spread(jnp.zeros((placement.n_runs, 2), jnp.uint32))
         # With a backend on, a worker writes the evaluations while the program runs, and is
         # stopped on the way out, also when training raises. Its runs are named after the
         # seeds given, or their positions when a resumed state holds other seeds.
-        names = seeds if seeds is not None else list(range(len(keys)))
+        names = seeds if seeds is not None else list(range(placement.n_runs))
         with recording(logging_config, names), warnings.catch_warnings():
-            # The shared counters go in unbatched and come out per seed: XLA cannot reuse those three.
+            # The shared counters go in per seed and run unbatched: XLA cannot reuse those three.
             warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-            counters_apart = _unbatched_counters(_strongly_typed(initial_state), lambda x: jnp.asarray(x)[0])
-            state, rows = self._program(one_seed)(keys, counters_apart)
-            state = jax.block_until_ready(state)
+            state, rows = self._program(one_seed)(keys, strongly_typed(initial_state))
+            state, rows = placement.gather(jax.block_until_ready((state, rows)))
         nonfinite.report(state.nonfinite, names, on_nonfinite)
         return state, (rows if logging_config is not None or self.update_metrics else None)
 
@@ -477,8 +512,7 @@ class ActorCritic:
         if one_seed.cache_key not in self._programs:
 
             def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
-                axes = _unbatched_counters(jax.tree.map(lambda _: 0, state), lambda _: None)
-                return jax.vmap(one_seed, in_axes=(0, axes), axis_name=SEED_AXIS)(keys, state)
+                return run_seeds(one_seed, keys, state)
 
             self._programs[one_seed.cache_key] = jax.jit(resume, donate_argnums=(1,))
         return self._programs[one_seed.cache_key]

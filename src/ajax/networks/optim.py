@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import flax.linen as nn
@@ -12,12 +13,28 @@ import optax
 from ajax.state import LoopTrainState, OptimizerConfig
 
 
+def with_traced_numbers(
+    factory: Callable[..., optax.GradientTransformation], **numbers: Any
+) -> optax.GradientTransformation:
+    """`factory(**numbers)`; when any number is traced (one configuration's of a sweep, `ajax.sweep`),
+    the numbers are kept in the optimiser's state instead (`optax.inject_hyperparams`).
+
+    The transformation is a static part of the train state: built around a tracer it would
+    carry that tracer into the next program, while from the state each update reads its own.
+    """
+    if any(isinstance(value, jax.core.Tracer) for value in numbers.values()):
+        return optax.inject_hyperparams(factory)(**numbers)
+    return factory(**numbers)
+
+
 def make_optimizer(args: OptimizerConfig) -> optax.GradientTransformation:
     """Adam, after clipping the gradients' global norm when `max_grad_norm` is set."""
-    adam = optax.adam(args.learning_rate, b1=args.b1, b2=args.b2, eps=args.eps)
-    if args.max_grad_norm is None:
-        return adam
-    return optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
+
+    def adam(learning_rate: float, max_grad_norm: float | None) -> optax.GradientTransformation:
+        step = optax.adam(learning_rate, b1=args.b1, b2=args.b2, eps=args.eps)
+        return step if max_grad_norm is None else optax.chain(optax.clip_by_global_norm(max_grad_norm), step)
+
+    return with_traced_numbers(adam, learning_rate=args.learning_rate, max_grad_norm=args.max_grad_norm)
 
 
 def new_train_state(

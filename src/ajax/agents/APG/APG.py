@@ -48,6 +48,13 @@ class APG(ActorCritic):
     batch_fields: ClassVar[frozenset[str]] = field_names(VisitedStates)
     update_metrics: ClassVar[bool] = True
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "actor_learning_rate",
+            "max_grad_norm",
+            "weight_decay",
+        }
+    )
 
     def __init__(
         self,

@@ -39,6 +39,7 @@ from ajax.evaluate import EvalPolicy, PolicyCarry, flatten_metrics
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import DeterministicActor
+from ajax.networks.optim import with_traced_numbers
 from ajax.networks.recurrent import MemoryCarries
 from ajax.schedule import warmup_cosine
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
@@ -67,11 +68,17 @@ class VisitedStates:
 
 def optimizer(args: OptimizerConfig, config: APGConfig, n_updates: int) -> optax.GradientTransformation:
     """AdamW (Adam at zero decay) on the rate or its warm-up and cosine, after clipping the global norm."""
-    rate = args.learning_rate
-    if config.lr_schedule == "warmup_cosine":
-        rate = warmup_cosine(args.learning_rate, config.warmup(n_updates), n_updates)
-    adam = optax.adamw(rate, b1=args.b1, b2=args.b2, eps=args.eps, weight_decay=config.weight_decay)
-    return adam if args.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(args.max_grad_norm), adam)
+
+    def adamw(learning_rate: float, weight_decay: float, max_grad_norm: float | None) -> optax.GradientTransformation:
+        rate = learning_rate
+        if config.lr_schedule == "warmup_cosine":
+            rate = warmup_cosine(learning_rate, config.warmup(n_updates), n_updates)
+        adam = optax.adamw(rate, b1=args.b1, b2=args.b2, eps=args.eps, weight_decay=weight_decay)
+        return adam if max_grad_norm is None else optax.chain(optax.clip_by_global_norm(max_grad_norm), adam)
+
+    return with_traced_numbers(
+        adamw, learning_rate=args.learning_rate, weight_decay=config.weight_decay, max_grad_norm=args.max_grad_norm
+    )
 
 
 def episodic_returns(collector: CollectorState, reward: jax.Array, done: jax.Array) -> CollectorState:

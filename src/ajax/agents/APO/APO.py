@@ -33,6 +33,19 @@ class APO(ActorCritic):
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Minibatch)  # PPO's clipped epochs
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "actor_learning_rate",
+            "critic_learning_rate",
+            "gae_lambda",
+            "clip_range",
+            "ent_coef",
+            "vf_coef",
+            "average_reward_step",
+            "nu",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

@@ -28,6 +28,15 @@ class AVG(ActorCritic):
     continuous: ClassVar[bool | None] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "actor_learning_rate",
+            "critic_learning_rate",
+            "gamma",
+            "alpha",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

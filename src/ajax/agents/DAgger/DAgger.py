@@ -27,6 +27,13 @@ class DAgger(ActorCritic):
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Labelled)  # the aggregated dataset's rows
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "learning_rate",
+            "beta_decay",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

@@ -29,6 +29,16 @@ class DQN(ActorCritic):
     continuous: ClassVar[bool | None] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss"}
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "learning_rate",
+            "gamma",
+            "tau",
+            "exploration_initial_eps",
+            "exploration_final_eps",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

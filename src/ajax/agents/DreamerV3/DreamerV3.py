@@ -34,6 +34,13 @@ class DreamerV3(ActorCritic):
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "learning_rate",
+            "lam",
+            "actor_entropy",
+        }
+    )
 
     def __init__(
         self,

@@ -65,7 +65,7 @@ from ajax.environments.row_collector import (
 )
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
-from ajax.networks.optim import laprop
+from ajax.networks.optim import laprop, with_traced_numbers
 from ajax.normalizers import PercentileScale, denominator
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
@@ -194,7 +194,10 @@ def make_train(
             "actor": actor.init(actor_key, feat),
             "critic": critic.init(critic_key, feat),
         }
-        tx = laprop(config.learning_rate, agc=config.agc, warmup=config.warmup)
+        tx = with_traced_numbers(
+            lambda learning_rate: laprop(learning_rate, agc=config.agc, warmup=config.warmup),
+            learning_rate=config.learning_rate,
+        )
         train_state = LoopTrainState.create(apply_fn=model.apply, params=params, tx=tx, target_params=params["critic"])
         collector = init_collector(env_key, env_args)
         example = Rows(

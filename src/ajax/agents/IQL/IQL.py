@@ -28,6 +28,19 @@ class IQL(ActorCritic):
     continuous: ClassVar[bool | None] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "actor_learning_rate",
+            "critic_learning_rate",
+            "value_learning_rate",
+            "gamma",
+            "tau",
+            "expectile",
+            "beta",
+            "max_weight",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

@@ -25,6 +25,16 @@ class PQN(ActorCritic):
     continuous: ClassVar[bool | None] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "learning_rate",
+            "gamma",
+            "q_lambda",
+            "exploration_initial_eps",
+            "exploration_final_eps",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

@@ -43,6 +43,18 @@ class SAC(ActorCritic):
         "action",
     }
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "actor_learning_rate",
+            "critic_learning_rate",
+            "alpha_learning_rate",
+            "gamma",
+            "tau",
+            "alpha_init",
+            "target_entropy",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

@@ -36,6 +36,18 @@ class TD3(ActorCritic):
     supports_memory: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "actor_learning_rate",
+            "critic_learning_rate",
+            "gamma",
+            "tau",
+            "target_policy_noise",
+            "target_noise_clip",
+            "exploration_noise",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

@@ -40,6 +40,24 @@ class TDMPC2(ActorCritic):
     continuous: ClassVar[bool | None] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "learning_rate",
+            "enc_lr_scale",
+            "grad_clip_norm",
+            "tau",
+            "rho",
+            "entropy_coef",
+            "consistency_coef",
+            "reward_coef",
+            "value_coef",
+            "termination_coef",
+            "min_std",
+            "max_std",
+            "temperature",
+            "gamma",
+        }
+    )
 
     def __init__(
         self,

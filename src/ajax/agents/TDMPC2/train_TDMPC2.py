@@ -55,6 +55,7 @@ from ajax.environments.interaction import collect_experience, init_collector
 from ajax.environments.utils import uniform_action
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
+from ajax.networks.optim import with_traced_numbers
 from ajax.normalizers import RunningScale, update_running
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
@@ -148,20 +149,23 @@ def model_optimizer(config: TDMPC2Config) -> optax.GradientTransformation:
     def labels(params: Any) -> dict[str, str]:
         return {name: "encoder" if name == "encoder" else "rest" for name in params}
 
-    return optax.chain(
-        optax.clip_by_global_norm(config.grad_clip_norm),
-        optax.multi_transform(
-            {
-                "encoder": optax.adam(config.learning_rate * config.enc_lr_scale),
-                "rest": optax.adam(config.learning_rate),
-            },
-            labels,
-        ),
+    def model_adam(learning_rate: float, enc_lr_scale: float, grad_clip_norm: float) -> optax.GradientTransformation:
+        rates = {"encoder": optax.adam(learning_rate * enc_lr_scale), "rest": optax.adam(learning_rate)}
+        return optax.chain(optax.clip_by_global_norm(grad_clip_norm), optax.multi_transform(rates, labels))
+
+    return with_traced_numbers(
+        model_adam,
+        learning_rate=config.learning_rate,
+        enc_lr_scale=config.enc_lr_scale,
+        grad_clip_norm=config.grad_clip_norm,
     )
 
 
 def policy_optimizer(config: TDMPC2Config) -> optax.GradientTransformation:
-    return optax.chain(optax.clip_by_global_norm(config.grad_clip_norm), optax.adam(config.learning_rate, eps=1e-5))
+    def policy_adam(learning_rate: float, grad_clip_norm: float) -> optax.GradientTransformation:
+        return optax.chain(optax.clip_by_global_norm(grad_clip_norm), optax.adam(learning_rate, eps=1e-5))
+
+    return with_traced_numbers(policy_adam, learning_rate=config.learning_rate, grad_clip_norm=config.grad_clip_norm)
 
 
 def init_train_states(

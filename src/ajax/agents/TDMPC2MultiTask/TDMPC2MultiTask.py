@@ -15,6 +15,7 @@ from ajax.agents.TDMPC2.core import discount_from_episode_length
 from ajax.agents.TDMPC2.TDMPC2 import TDMPC2, WIDE_ACTIONS
 from ajax.agents.TDMPC2MultiTask.train_TDMPC2MultiTask import make_train, task_evaluation
 from ajax.buffers.multitask import MultiTaskDataset
+from ajax.checks import require_counts
 from ajax.environments.create import prepare_env
 from ajax.evaluate import evaluate
 from ajax.extensions import Extension
@@ -46,6 +47,8 @@ class TDMPC2MultiTask(TDMPC2):
 
     name: ClassVar[str] = "TDMPC2MultiTask"
     make_train = staticmethod(make_train)
+    # The multi-task model has no termination head, and each task takes its discount from its episodes.
+    sweepable: ClassVar[frozenset[str]] = TDMPC2.sweepable - {"gamma", "termination_coef"}
 
     def __init__(
         self,
@@ -97,8 +100,9 @@ class TDMPC2MultiTask(TDMPC2):
                 f"eval_envs must name exactly the dataset's tasks {names}; got {sorted(envs)}. Map each task's "
                 "name to its env id or env."
             )
-        if not isinstance(task_dim, int) or isinstance(task_dim, bool) or task_dim < 1:
-            raise ValueError(f"task_dim must be a positive integer, got {task_dim!r}.")
+        # horizon also sizes the single-task constructor's replay and warm-up below: checked here, a
+        # mistaken horizon is refused by its own name.
+        require_counts(task_dim=task_dim, horizon=horizon)
         arguments = {k: v for k, v in config.items() if k not in ("algo_name", "task_dim")}
         # The single-task constructor checks every shared setting; its env is the first task's.
         super().__init__(envs[names[0]], n_envs=1, buffer_size=horizon, seed_steps=horizon, episodic=False, **arguments)

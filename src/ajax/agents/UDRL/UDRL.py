@@ -28,6 +28,14 @@ class UDRL(ActorCritic):
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(RelabelledBatch)
     make_train = staticmethod(make_train)
+    sweepable: ClassVar[frozenset[str]] = frozenset(
+        {
+            "learning_rate",
+            "return_scale",
+            "horizon_scale",
+            "max_grad_norm",
+        }
+    )
 
     def __init__(
         self,

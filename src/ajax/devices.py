@@ -1,0 +1,125 @@
+"""Spreading a run's leading axis (seeds, or a sweep's configurations) across devices and hosts.
+
+A run is one program vmapped over its seeds, and no seed reads another's numbers, so spreading
+it is a matter of where the arrays live: the leading axis of every batched leaf of the state
+(and of the keys) is split across a one-dimensional `Mesh` with a `NamedSharding`, the shared
+counters are replicated, and XLA partitions the same jitted program along that axis (GSPMD).
+Each device then computes its own seeds with the same operations as one device would, so the
+results are the one-device run's.
+
+A count of runs that the devices do not divide is padded with copies of the last run, computed
+and then dropped from the results: every device stays busy with the same shapes, and the caller
+sees only the runs it asked for. Under `jax.distributed` (several processes, one global mesh of
+every process's devices), each process builds the same global arrays from the same seeds, every
+device computes its share, and the results are gathered back to every process.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ajax.checks import is_count
+
+RUN_AXIS = "runs"
+
+
+def _chosen_devices(devices: int | Sequence[jax.Device] | None) -> list[jax.Device]:
+    """The devices a run spreads over: all of them (None), the first `devices`, or those listed."""
+    available = jax.devices()
+    if devices is None:
+        return available
+    if is_count(devices):
+        if not 1 <= devices <= len(available):
+            raise ValueError(
+                f"devices={devices}, but JAX sees {len(available)} device(s) ({available[0].platform}): pass "
+                f"devices=None for all of them, or a count from 1 to {len(available)}."
+            )
+        if devices < len(available) and jax.process_count() > 1:
+            raise ValueError(
+                f"devices={devices} leaves out devices of a {jax.process_count()}-process run: every process must "
+                "take part in one global mesh. Pass devices=None."
+            )
+        return available[:devices]
+    chosen = list(devices)
+    if not chosen or any(not isinstance(device, jax.Device) for device in chosen):
+        raise TypeError(f"devices= takes None, a count or a list of jax devices, got {devices!r}.")
+    return chosen
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a run's leading axis of `n_runs` lives: one device (`mesh` None) or split across a mesh.
+
+    `padded` is `n_runs` rounded up to a multiple of the mesh's devices.
+    """
+
+    mesh: Mesh | None
+    n_runs: int
+
+    @classmethod
+    def of(cls, devices: int | Sequence[jax.Device] | None, n_runs: int) -> Placement:
+        chosen = _chosen_devices(devices)
+        if len(chosen) == 1:
+            return cls(None, n_runs)
+        return cls(Mesh(np.asarray(chosen), (RUN_AXIS,)), n_runs)
+
+    @property
+    def n_devices(self) -> int:
+        return 1 if self.mesh is None else self.mesh.size
+
+    @property
+    def padded(self) -> int:
+        return math.ceil(self.n_runs / self.n_devices) * self.n_devices
+
+    @property
+    def multi_process(self) -> bool:
+        return self.mesh is not None and jax.process_count() > 1
+
+    def _sharding(self, batched: bool) -> NamedSharding:
+        return NamedSharding(self.mesh, PartitionSpec(RUN_AXIS) if batched else PartitionSpec())
+
+    def _put(self, leaf: Any, batched: bool) -> jax.Array:
+        sharding = self._sharding(batched)
+        if not self.multi_process:
+            return jax.device_put(leaf, sharding)
+        # Another process's devices are out of reach: each process builds its own shards of the
+        # global array from the same host values.
+        values = np.asarray(leaf)
+        return jax.make_array_from_callback(values.shape, sharding, lambda index: values[index])
+
+    def spread(self, tree: Any, batched: Any = True) -> Any:
+        """`tree` padded along its leading axis (where `batched`) and placed across the mesh.
+
+        `batched` is True for every leaf, or a tree of bools matching `tree` (False: a counter
+        shared by every run, replicated). On one device the tree is returned as it is.
+        """
+        if self.mesh is None:
+            return tree
+        flags = jax.tree.map(lambda _: batched, tree) if isinstance(batched, bool) else batched
+        extra = self.padded - self.n_runs
+
+        def place(leaf: Any, batched: bool) -> jax.Array:
+            if batched and extra:
+                leaf = jnp.concatenate([leaf, jnp.repeat(jnp.asarray(leaf)[-1:], extra, axis=0)])
+            return self._put(leaf, batched)
+
+        return jax.tree.map(place, tree, flags)
+
+    def gather(self, tree: Any) -> Any:
+        """The results for the runs asked for: padding dropped, and, across processes, every run on every process."""
+        if self.mesh is None:
+            return tree
+        if self.multi_process:
+            tree = jax.tree.map(jnp.asarray, multihost_utils.process_allgather(tree, tiled=True))
+        if self.padded == self.n_runs:
+            return tree
+        return jax.tree.map(lambda leaf: leaf[: self.n_runs], tree)
