@@ -61,8 +61,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     texts, seen = [], []
     program, send = ActorCritic._program, logging_worker.LoggingWorker.send
 
-    def spy_program(self: ActorCritic, one_seed: object):
-        jitted = program(self, one_seed)
+    def spy_program(self: ActorCritic, *args: object):
+        jitted = program(self, *args)
 
         def call(*args: object):
             texts.append(jitted.lower(*args).as_text())

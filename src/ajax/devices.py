@@ -2,10 +2,10 @@
 
 A run is one program vmapped over its seeds, and no seed reads another's numbers, so spreading
 it is a matter of where the arrays live: the leading axis of every batched leaf of the state
-(and of the keys) is split across a one-dimensional `Mesh` with a `NamedSharding`, the shared
-counters are replicated, and XLA partitions the same jitted program along that axis (GSPMD).
-Each device then computes its own seeds with the same operations as one device would, so the
-results are the one-device run's.
+(and of the keys) is split across a one-dimensional `Mesh` with a `NamedSharding`, and each
+device runs the one-device program on its share (`jax.shard_map`), with no communication. The
+results are the one-device run's to float32 rounding: the per-device program, compiled for a
+host of several devices, may round the last bits differently.
 
 A count of runs that the devices do not divide is padded with copies of the last run, computed
 and then dropped from the results: every device stays busy with the same shapes, and the caller
@@ -17,7 +17,7 @@ device computes its share, and the results are gathered back to every process.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,11 +84,16 @@ class Placement:
     def multi_process(self) -> bool:
         return self.mesh is not None and jax.process_count() > 1
 
-    def _sharding(self, batched: bool) -> NamedSharding:
-        return NamedSharding(self.mesh, PartitionSpec(RUN_AXIS) if batched else PartitionSpec())
+    def program(self, fn: Callable) -> Callable:
+        """`fn` (over arguments and results whose every leaf leads with the runs' axis) run by each
+        device on its own share of the runs: the one-device program on fewer runs, no communication."""
+        if self.mesh is None:
+            return fn
+        spec = PartitionSpec(RUN_AXIS)
+        return jax.shard_map(fn, mesh=self.mesh, in_specs=spec, out_specs=spec, check_vma=False)
 
-    def _put(self, leaf: Any, batched: bool) -> jax.Array:
-        sharding = self._sharding(batched)
+    def _put(self, leaf: Any) -> jax.Array:
+        sharding = NamedSharding(self.mesh, PartitionSpec(RUN_AXIS))
         if not self.multi_process:
             return jax.device_put(leaf, sharding)
         # Another process's devices are out of reach: each process builds its own shards of the
@@ -96,23 +101,21 @@ class Placement:
         values = np.asarray(leaf)
         return jax.make_array_from_callback(values.shape, sharding, lambda index: values[index])
 
-    def spread(self, tree: Any, batched: Any = True) -> Any:
-        """`tree` padded along its leading axis (where `batched`) and placed across the mesh.
+    def spread(self, tree: Any) -> Any:
+        """`tree`, every leaf leading with the runs' axis, padded to `padded` runs and split across the mesh.
 
-        `batched` is True for every leaf, or a tree of bools matching `tree` (False: a counter
-        shared by every run, replicated). On one device the tree is returned as it is.
+        On one device the tree is returned as it is.
         """
         if self.mesh is None:
             return tree
-        flags = jax.tree.map(lambda _: batched, tree) if isinstance(batched, bool) else batched
         extra = self.padded - self.n_runs
 
-        def place(leaf: Any, batched: bool) -> jax.Array:
-            if batched and extra:
+        def place(leaf: Any) -> jax.Array:
+            if extra:
                 leaf = jnp.concatenate([leaf, jnp.repeat(jnp.asarray(leaf)[-1:], extra, axis=0)])
-            return self._put(leaf, batched)
+            return self._put(leaf)
 
-        return jax.tree.map(place, tree, flags)
+        return jax.tree.map(place, tree)
 
     def gather(self, tree: Any) -> Any:
         """The results for the runs asked for: padding dropped, and, across processes, every run on every process."""
@@ -123,3 +126,7 @@ class Placement:
         if self.padded == self.n_runs:
             return tree
         return jax.tree.map(lambda leaf: leaf[: self.n_runs], tree)
+
+
+ONE_DEVICE = Placement(None, 0)
+"""The placement of a program that runs on the default device (its runs counted by the caller)."""

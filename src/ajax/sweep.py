@@ -36,7 +36,7 @@ from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
 from ajax.devices import Placement
 from ajax.logging.wandb_logging import LoggingConfig
-from ajax.logging.worker import LoggingWorker, worker_plan
+from ajax.logging.worker import write_rows
 from ajax.state import SEED_AXIS, BaseAgentState
 
 CONFIG_AXIS = "config"
@@ -244,14 +244,15 @@ def sweep(
     values = placement.spread(program.values)
     if initial_state is None:
         keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-        initial_state = jax.jit(program.fresh)(values, placement.spread(jnp.repeat(keys[None], len(runs), 0)))
+        keys = placement.spread(jnp.repeat(keys[None], len(runs), 0))
+        initial_state = jax.jit(placement.program(program.fresh))(values, keys)
     else:
         _check_resumed(initial_state, len(runs), len(seeds))
         initial_state = placement.spread(strongly_typed(initial_state))
     keys = placement.spread(jnp.zeros((len(runs), len(seeds), 2), jnp.uint32))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-        state, rows = jax.jit(program.run, donate_argnums=(2,))(values, keys, initial_state)
+        state, rows = jax.jit(placement.program(program.run), donate_argnums=(2,))(values, keys, initial_state)
         state, rows = placement.gather(jax.block_until_ready((state, rows)))
     names = [f"configuration {k} ({_describe(config)}) seed {s}" for k, config in enumerate(runs) for s in seeds]
     flat = jax.tree.map(lambda leaf: jnp.reshape(leaf, (-1, *leaf.shape[2:])), state.nonfinite)
@@ -291,5 +292,4 @@ def _write(logging_config: LoggingConfig, agents: Sequence[ActorCritic], seeds: 
         config = dataclasses.replace(
             logging_config.with_config(agent.config), folder=str(directory), run_name=f"config_{index}"
         )
-        with LoggingWorker(worker_plan(config, seeds)) as worker:
-            worker.send_rows({name: np.asarray(values[index]) for name, values in rows.items()})
+        write_rows(config, seeds, {name: np.asarray(values[index]) for name, values in rows.items()})

@@ -22,7 +22,7 @@ import numpy as np
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count, require_finite_positive, require_in_interval
-from ajax.devices import Placement
+from ajax.devices import ONE_DEVICE, Placement
 from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
@@ -30,7 +30,7 @@ from ajax.environments.pid_terms import PIDTerms
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
-from ajax.logging.worker import recording
+from ajax.logging.worker import recording, write_rows
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
@@ -442,37 +442,43 @@ class ActorCritic:
         if on_nonfinite not in nonfinite.ON_NONFINITE:
             raise ValueError(f"on_nonfinite must be one of {nonfinite.ON_NONFINITE}, got {on_nonfinite!r}.")
         seeds = None if seed is None else checked_seeds(seed)
-        start = 0 if initial_state is None else shared_counters(initial_state)["timestep"]
-        run, logging_config = self.run_settings(start, n_timesteps, num_episode_test, logging_config, total_timesteps)
-        one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
         if initial_state is None:
             seeds = [0] if seeds is None else seeds
-            placement = Placement.of(devices, len(seeds))
+        n_seeds = len(seeds) if seeds is not None else jax.tree.leaves(initial_state.rng)[0].shape[0]
+        placement = Placement.of(devices, n_seeds)
+        start = 0 if initial_state is None else shared_counters(initial_state)["timestep"]
+        run, logging_config = self.run_settings(start, n_timesteps, num_episode_test, logging_config, total_timesteps)
+        # On several devices each device would call back with its own seeds alone: a backend is
+        # then fed from the evaluations the program returns.
+        live = placement.mesh is None
+        run = run if live else dataclasses.replace(run, record=False)
+        one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
+        if initial_state is None:
             keys = placement.spread(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
-            initial_state = self._fresh_program(one_seed, run)(keys)
+            initial_state = self._fresh_program(one_seed, run, placement)(keys)
         else:
-            n_seeds = jax.tree.leaves(initial_state.rng)[0].shape[0] if seeds is None else len(seeds)
             problem = state_mismatch(initial_state, self._skeleton(one_seed, run, n_seeds))
             if problem is not None:
                 raise ValueError(
                     f"initial_state does not fit this {self.name}: {problem}. Resume a state with the agent that "
                     "made it: the same class, architectures, env, n_envs and extensions, and as many seeds."
                 )
-            placement = Placement.of(devices, n_seeds)
             initial_state = placement.spread(strongly_typed(initial_state))
         # A fresh run is a resumed call from the initial state: both run one compiled program,
         # so a run split in two follows one call's arithmetic exactly. Every key comes from
         # the state: `seed` plays no further part.
-        keys = placement.spread(jnp.zeros((placement.n_runs, 2), jnp.uint32))
+        keys = placement.spread(jnp.zeros((n_seeds, 2), jnp.uint32))
         # With a backend on, a worker writes the evaluations while the program runs, and is
         # stopped on the way out, also when training raises. Its runs are named after the
         # seeds given, or their positions when a resumed state holds other seeds.
-        names = seeds if seeds is not None else list(range(placement.n_runs))
-        with recording(logging_config, names), warnings.catch_warnings():
+        names = seeds if seeds is not None else list(range(n_seeds))
+        with recording(logging_config if live else None, names), warnings.catch_warnings():
             # The shared counters go in per seed and run unbatched: XLA cannot reuse those three.
             warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-            state, rows = self._program(one_seed)(keys, strongly_typed(initial_state))
+            state, rows = self._program(one_seed, placement)(keys, strongly_typed(initial_state))
             state, rows = placement.gather(jax.block_until_ready((state, rows)))
+        if not live:
+            write_rows(logging_config, names, rows)
         nonfinite.report(state.nonfinite, names, on_nonfinite)
         return state, (rows if logging_config is not None or self.update_metrics else None)
 
@@ -492,11 +498,12 @@ class ActorCritic:
         metrics = jax.jit(jax.vmap(one_seed.evaluate, axis_name=SEED_AXIS))(state, keys)
         return {name: np.asarray(values) for name, values in metrics.items()}
 
-    def _fresh_program(self, one_seed: Callable, run: RunSettings) -> Callable:
+    def _fresh_program(self, one_seed: Callable, run: RunSettings, placement: Placement = ONE_DEVICE) -> Callable:
         """The jitted, seed-vmapped initial state (with the extensions' init and pretrain folds)."""
-        cache_key = ("fresh", run.total_timesteps)
+        cache_key = ("fresh", run.total_timesteps, placement.mesh)
         if cache_key not in self._programs:
-            self._programs[cache_key] = jax.jit(jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS))
+            fresh = jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS)
+            self._programs[cache_key] = jax.jit(placement.program(fresh))
         return self._programs[cache_key]
 
     def _skeleton(self, one_seed: Callable, run: RunSettings, n_seeds: int) -> BaseAgentState:
@@ -507,12 +514,13 @@ class ActorCritic:
             self._programs[cache_key] = self._fresh_program(one_seed, run).eval_shape(keys)
         return self._programs[cache_key]
 
-    def _program(self, one_seed: Callable) -> Callable:
-        """The jitted, seed-vmapped run from a given state, built once per distinct call shape."""
-        if one_seed.cache_key not in self._programs:
+    def _program(self, one_seed: Callable, placement: Placement = ONE_DEVICE) -> Callable:
+        """The jitted, seed-vmapped run from a given state, built once per distinct call shape and placement."""
+        cache_key = (one_seed.cache_key, placement.mesh)
+        if cache_key not in self._programs:
 
             def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
                 return run_seeds(one_seed, keys, state)
 
-            self._programs[one_seed.cache_key] = jax.jit(resume, donate_argnums=(1,))
-        return self._programs[one_seed.cache_key]
+            self._programs[cache_key] = jax.jit(placement.program(resume), donate_argnums=(1,))
+        return self._programs[cache_key]

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import jax
 import numpy as np
 
 from ajax.logging import writers
@@ -158,3 +159,15 @@ def recording(logging_config: LoggingConfig | None, seeds: Sequence[int]) -> Ite
             yield
         finally:
             _RELAY.worker = None
+
+
+def write_rows(logging_config: LoggingConfig | None, seeds: Sequence[int], rows: dict[str, np.ndarray]) -> None:
+    """Write a finished call's evaluations to the backends, when one is on.
+
+    For a program that could not call back seed by seed as it ran (spread across devices, or
+    a sweep's); in a run of several processes, process 0 writes.
+    """
+    if logging_config is None or not logging_config.has_backend or jax.process_index() != 0:
+        return
+    with LoggingWorker(worker_plan(logging_config, seeds)) as worker:
+        worker.send_rows(rows)

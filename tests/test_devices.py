@@ -1,0 +1,70 @@
+"""Runs spread across devices and processes equal the one-device run of the same seeds, to float32 rounding.
+
+Each check runs in processes of its own (tests/multidevice_runs.py): four devices forced on
+the host platform before JAX starts, or two `jax.distributed` processes on 127.0.0.1 with
+one device each. Both are bounded in time and killed on the way out.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from tests.multidevice_runs import BUDGET, agent, same
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 600
+
+
+def _environment(**extra: str) -> dict[str, str]:
+    return {**os.environ, "JAX_PLATFORMS": "cpu", **extra}
+
+
+def test_seeds_and_configurations_spread_across_four_devices_give_the_one_device_results():
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.multidevice_runs", "devices"],
+        cwd=ROOT,
+        env=_environment(XLA_FLAGS="--xla_force_host_platform_device_count=4"),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "every check held" in result.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_two_processes_train_the_union_of_the_seeds_as_one_process_does(tmp_path):
+    out, port = tmp_path / "process0.npz", _free_port()
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.multidevice_runs", "host", str(pid), str(port), str(out)],
+            cwd=ROOT,
+            env=_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for pid in (0, 1)
+    ]
+    try:
+        outputs = [process.communicate(timeout=TIMEOUT_S)[0] for process in processes]
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
+    assert all(process.returncode == 0 for process in processes), "\n".join(outputs)
+    state, _ = agent().train(seed=[0, 1, 2, 3], n_timesteps=BUDGET)
+    spread = np.load(out)
+    same([spread[f"arr_{index}"] for index in range(len(spread.files))], jax.tree.leaves(state.actor_state.params))
