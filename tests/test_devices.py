@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import pytest
 
 from tests.multidevice_runs import BUDGET, agent, same
 
@@ -26,6 +27,7 @@ def _environment(**extra: str) -> dict[str, str]:
     return {**os.environ, "JAX_PLATFORMS": "cpu", **extra}
 
 
+@pytest.mark.slow  # a minute and more on 2 cores: a fresh process compiles six programs
 def test_seeds_and_configurations_spread_across_four_devices_give_the_one_device_results():
     result = subprocess.run(
         [sys.executable, "-m", "tests.multidevice_runs", "devices"],
@@ -45,6 +47,7 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow  # a minute and more on 2 cores: three processes compile the same program
 def test_two_processes_train_the_union_of_the_seeds_as_one_process_does(tmp_path):
     out, port = tmp_path / "process0.npz", _free_port()
     processes = [

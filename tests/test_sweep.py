@@ -65,7 +65,11 @@ CASES = {
 SEEDS = [0, 1]
 
 
-@pytest.fixture(scope="module", params=list(CASES))
+# PPO's sweep runs in the default suite; the replay and incremental agents' (a minute each on
+# 2 cores) run with the slow tests.
+@pytest.fixture(
+    scope="module", params=[name if name == "PPO" else pytest.param(name, marks=pytest.mark.slow) for name in CASES]
+)
 def swept_and_single(request):
     agent_cls, env_id, fixed, configs, budget = CASES[request.param]
     logging = LoggingConfig(log_frequency=budget // 2)
@@ -178,7 +182,13 @@ def _two_values(agent_cls, name):
     return float(default), (0.5 * float(default) if default else 0.01)
 
 
-@pytest.mark.parametrize("name", [*SETUPS, "TDMPC2MultiTask"])
+# The world models take half a minute each to trace on 2 cores: they run with the slow tests.
+HEAVY = ("DreamerV3", "TDMPC2", "TDMPC2MultiTask")
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in HEAVY else n for n in [*SETUPS, "TDMPC2MultiTask"]]
+)
 def test_every_declared_sweepable_argument_is_a_number_the_program_traces(name):
     agent_cls, env_id, kwargs = _setup(name)
     assert agent_cls.sweepable, f"{name} declares nothing it can sweep"
