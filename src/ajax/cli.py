@@ -194,6 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--episodes", type=_positive_int, default=10, help="evaluation episodes per seed (default: 10)"
     )
+    from ajax.sweep_command import add_parser as add_sweep_parser
+
+    add_sweep_parser(commands)
     return parser
 
 
@@ -773,6 +776,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "eval":
         return eval_command(args, Console())
+    if args.command == "sweep":
+        from ajax.sweep_command import sweep_command
+
+        return sweep_command(args, Console())
     return train_command(args, Console())
 
 
