@@ -132,7 +132,10 @@ def test_gradient_checkpointing_changes_no_value(memory):
     checkpointed = built(dataclasses.replace(memory.config, gradient_checkpoint=True), memory.params)
     weights = np.linspace(-1.0, 1.0, T * B * HIDDEN, dtype=np.float32).reshape(T, B, HIDDEN)
     args = (memory.params, memory.warm_carry, INPUTS, RESETS, weights)
-    assert_trees_close(checkpointed.grads(*args), memory.grads(*args), rtol=1e-5, atol=1e-6)
+    # Remat recomputes the forward pass inside the backward one, fused apart: float32 rounding may
+    # move a gradient's last bits (Mamba's selective scan, on this machine: 1.2e-6 on an element of 3e-3
+    # among gradients up to 0.4).
+    assert_trees_close(checkpointed.grads(*args), memory.grads(*args), rtol=1e-5, atol=2e-6)
 
 
 def reached_by_the_first_input(net: SimpleNamespace) -> np.ndarray:
