@@ -28,7 +28,13 @@ from ajax.agents.registry import AGENTS
 from ajax.buffers import collect_dataset
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.sweep import SweepProgram, configurations, sweep, swept_paths
-from tests.conftest import TDMPC2_MULTITASK_SMALL, TDMPC2_SMALL, cartpole_expert, pendulum_multitask_dataset
+from tests.conftest import (
+    TDMPC2_MULTITASK_SMALL,
+    TDMPC2_SMALL,
+    cartpole_expert,
+    pd_expert,
+    pendulum_multitask_dataset,
+)
 
 SMALL = ("16", "relu")
 RETURN = "Eval/episodic mean reward"
@@ -203,3 +209,33 @@ def test_every_declared_sweepable_argument_is_a_number_the_program_traces(name):
     state = jax.eval_shape(program.fresh, program.values, keys)
     final, _ = jax.eval_shape(program.run, program.values, keys, state)
     assert jax.tree.leaves(final.rng)[0].shape[:2] == (2, 1)
+
+
+def _imitation_sweep():
+    from ajax.extensions.expert import ImitationLoss
+
+    kwargs = dict(CASES["SAC"][2])
+    configs = [{"extensions": (ImitationLoss(pd_expert, weight=weight),)} for weight in (0.1, 3.0)]
+    return kwargs, configs
+
+
+def test_an_extensions_weight_is_swept_as_a_number():
+    kwargs, configs = _imitation_sweep()
+    run = RunSettings(0, 64, 64)
+    agents = [SAC("Pendulum-v1", **kwargs, **config) for config in configs]
+    program = SweepProgram.build(agents, run)
+    assert [path[-1] for path in program.paths] == ["weight"]
+    keys = jax.ShapeDtypeStruct((2, 1, 2), jnp.uint32)
+    jax.eval_shape(program.run, program.values, keys, jax.eval_shape(program.fresh, program.values, keys))
+
+
+@pytest.mark.slow
+def test_a_sweep_of_an_extensions_weight_equals_its_runs_one_by_one():
+    kwargs, configs = _imitation_sweep()
+    state, _, _ = sweep(SAC, "Pendulum-v1", configs=configs, seed=SEEDS, n_timesteps=96, **kwargs)
+    for index, config in enumerate(configs):
+        single, _ = SAC("Pendulum-v1", **kwargs, **config).train(seed=SEEDS, n_timesteps=96)
+        for swept, alone in zip(
+            jax.tree.leaves(state.actor_state.params), jax.tree.leaves(single.actor_state.params), strict=True
+        ):
+            np.testing.assert_allclose(swept[index], alone, atol=1e-5)

@@ -9,7 +9,9 @@ configurations around the seeds' `vmap` runs them all in one program, traced and
 once. Learning rates reach optax the same way: a traced rate makes `make_optimizer` inject it
 into the optimiser state (`optax.inject_hyperparams`). An argument that fixes a shape, a loop
 length or a Python branch cannot vary inside one program, and each agent declares the
-arguments it can sweep (`ActorCritic.sweepable`); the others are refused at once.
+arguments it can sweep (`ActorCritic.sweepable`); the others are refused at once. `extensions`
+can be swept too, where the configurations' extensions differ only in their numbers (an
+`ImitationLoss`'s weight): the same classes in the same order.
 
 Configuration k with seed s starts from the same key as `train(seed=s)` of that configuration,
 so the sweep's runs are those single runs.
@@ -64,13 +66,14 @@ def configurations(
 def check_sweepable(agent_cls: type[ActorCritic], names: Sequence[str], fixed: Mapping[str, Any]) -> None:
     """Refuse an unknown argument, one the agent cannot sweep, or one both swept and fixed."""
     known = [name for name in inspect.signature(agent_cls.__init__).parameters if name not in ("self", "env_id")]
-    sweepable = sorted(agent_cls.sweepable)
+    allowed = set(agent_cls.sweepable) | ({"extensions"} & set(known))
+    sweepable = sorted(allowed)
     for name in names:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=3)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
             raise ValueError(f"{agent_cls.name} has no argument {name!r}.{hint} It can sweep: {', '.join(sweepable)}.")
-        if name not in agent_cls.sweepable:
+        if name not in allowed:
             raise ValueError(
                 f"{agent_cls.name} cannot sweep {name!r}: it fixes a shape, a loop length or a Python branch of the "
                 f"program, so each value needs a program of its own (a train() call per value). It can sweep: "
