@@ -33,6 +33,12 @@ FROM_THE_ENV = OBSERVATIONS | REWARDS
 ON_NONFINITE = ("warn", "raise")
 
 
+def check_mode(on_nonfinite: str) -> None:
+    """Refuse an `on_nonfinite=` that is neither mode, before anything compiles."""
+    if on_nonfinite not in ON_NONFINITE:
+        raise ValueError(f"on_nonfinite must be one of {ON_NONFINITE}, got {on_nonfinite!r}.")
+
+
 class NonFiniteWarning(RuntimeWarning):
     """A run went non-finite; `train(on_nonfinite="raise")` raises NonFiniteError instead."""
 

@@ -233,8 +233,7 @@ def sweep(
     configurations are spread across `devices`. With a logging backend, each configuration's
     seeds are written under `run_directory/config_<k>/seed_<s>` once the program returns.
     """
-    if on_nonfinite not in nonfinite.ON_NONFINITE:
-        raise ValueError(f"on_nonfinite must be one of {nonfinite.ON_NONFINITE}, got {on_nonfinite!r}.")
+    nonfinite.check_mode(on_nonfinite)
     runs = configurations(grid, configs)
     check_sweepable(agent_cls, sorted({name for config in runs for name in config}), fixed)
     seeds = checked_seeds(seed)

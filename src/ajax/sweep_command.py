@@ -230,6 +230,7 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
     except (ValueError, TypeError) as error:
         print(f"Cannot sweep {agent_name} on {env_id!r}: {error}", file=sys.stderr)
         return 2
+    template = agent_class(env_id, **fixed)  # the fixed settings' agent: its config and rollout length
     out = Path(args.resume) if args.resume is not None else _default_out(agent_name, env_id, args.out)
     out.mkdir(parents=True, exist_ok=True)
     previous: list[Row] = []
@@ -243,12 +244,11 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
         previous = [row for row in read_jsonl(out / "evaluations.jsonl") if row["timestep"] <= reached]
         console.print(f"Resuming {out} at timestep {reached} of {total}.", highlight=False)
     else:
-        agent_config = agent_class(env_id, **fixed).config
-        config = {**agent_config, "configurations": configurations, "sweep": settings}
+        config = {**template.config, "configurations": configurations, "sweep": settings}
         (out / "config.json").write_text(json.dumps(config, indent=2, default=str) + "\n")
     title = f"{agent_name} on {env_id}: {len(configurations)} configurations x {len(seeds)} seeds"
     rows = list(previous)
-    quantum = agent_class(env_id, **fixed).rollout_steps() or min(log_frequency, total)
+    quantum = template.rollout_steps() or min(log_frequency, total)
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

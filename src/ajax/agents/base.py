@@ -439,8 +439,7 @@ class ActorCritic:
         across every device JAX sees (None), the first `devices` of them, or those listed
         (`ajax.devices`); the results are the one-device run's.
         """
-        if on_nonfinite not in nonfinite.ON_NONFINITE:
-            raise ValueError(f"on_nonfinite must be one of {nonfinite.ON_NONFINITE}, got {on_nonfinite!r}.")
+        nonfinite.check_mode(on_nonfinite)
         seeds = None if seed is None else checked_seeds(seed)
         if initial_state is None:
             seeds = [0] if seeds is None else seeds

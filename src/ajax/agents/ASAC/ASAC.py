@@ -29,18 +29,8 @@ class ASAC(SAC):
     # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "alpha_learning_rate",
-            "theta_learning_rate",
-            "tau",
-            "alpha_init",
-            "target_entropy",
-            "max_grad_norm",
-        }
-    )
+    # SAC's, less the discount the average-reward criterion has none of, plus the reward rate's step.
+    sweepable: ClassVar[frozenset[str]] = (SAC.sweepable - {"gamma"}) | {"theta_learning_rate"}
 
     def __init__(
         self,

@@ -27,18 +27,6 @@ class REDQ(SAC):
     # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "alpha_learning_rate",
-            "gamma",
-            "tau",
-            "alpha_init",
-            "target_entropy",
-            "max_grad_norm",
-        }
-    )
 
     def __init__(
         self,
