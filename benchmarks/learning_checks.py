@@ -3,8 +3,12 @@
 Each check trains one agent on one task for its budget on several seeds (one compiled
 program, the seeds vmapped), evaluates every `budget // 10` steps and once more where the
 run ends, each time with `num_episode_test` greedy episodes, and appends one JSON line: the
-settings, each seed's final evaluation, their mean and spread, the curve (mean return per
-evaluation) and the published number beside it.
+settings, each seed's final evaluation, their mean and spread, the curve (each seed's return
+and their mean per evaluation), the scores that do not hinge on the last evaluation (each
+seed's mean of its last three evaluations, their mean, their interquartile mean and its 95%
+bootstrap interval over seeds, as `intervals.py` defines them) and the published number beside
+it. Rows written before the per-seed curve was kept have no interquartile mean: the table
+says "not recorded" for them.
 The Zoo rows use `ajax.zoo`'s presets; an agent the Zoo does not cover runs the settings of its
 calibrated learning test (tests/agents/), which docs/agents.md describes.
 
@@ -27,11 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from ajax import zoo
-from ajax.agents.registry import AGENTS
-from ajax.buffers import collect_dataset
-from ajax.environments.controllers import cartpole_push, pendulum_swing_up
-from ajax.logging.wandb_logging import LoggingConfig
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ajax import zoo  # noqa: E402
+from ajax.agents.registry import AGENTS  # noqa: E402
+from ajax.buffers import collect_dataset  # noqa: E402
+from ajax.environments.controllers import cartpole_push, pendulum_swing_up  # noqa: E402
+from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
+from intervals import final_means, learning_summary  # noqa: E402
 
 RETURN = "Eval/episodic mean reward"
 RELU64 = ("64", "relu", "64", "relu")
@@ -147,6 +154,7 @@ def run_check(check: Check, seeds: Sequence[int], num_episode_test: int) -> dict
     end = int(np.asarray(state.collector_state.timestep)[0])
     returns, timesteps = np.asarray(evaluations[RETURN]), np.asarray(evaluations["timestep"])
     filled = timesteps[0] >= 0
+    per_seed = np.concatenate([returns[:, filled], finals[:, None]], axis=1)
     return {
         "agent": check.agent,
         "env_id": check.env_id,
@@ -162,8 +170,10 @@ def run_check(check: Check, seeds: Sequence[int], num_episode_test: int) -> dict
         "seeds_at_target": None if check.target is None else int((finals >= check.target).sum()),
         "curve": {
             "timestep": [int(t) for t in timesteps[0][filled]] + [end],
-            "mean": [round(float(x), 2) for x in returns[:, filled].mean(axis=0)] + [round(float(finals.mean()), 2)],
+            "mean": [round(float(x), 2) for x in per_seed.mean(axis=0)],
+            "per_seed": [[round(float(x), 2) for x in seed] for seed in per_seed],
         },
+        **learning_summary(per_seed),
         "wall_s": round(wall, 1),
     }
 
@@ -180,17 +190,35 @@ def latest(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(kept.values())
 
 
+def last_three_cells(row: dict[str, Any]) -> tuple[str, str, str]:
+    """The mean of the last three evaluations, their IQM over seeds and its interval, as cells.
+
+    A row written before the per-seed curve was kept still has the mean of its last three
+    evaluations (the mean over seeds of each seed's mean is the mean of the mean curve), but
+    its IQM and interval need each seed's evaluations: those cells say "not recorded".
+    """
+    if "iqm" not in row:
+        return f"{final_means([row['curve']['mean']])[0]:.1f}", "not recorded", "not recorded"
+    interval = row["iqm_ci"]
+    if interval is None:
+        seeds = len(row["seeds"])
+        return f"{row['final3_mean']:.1f}", f"{row['iqm']:.1f}", f"none: {seeds} seed{'s' if seeds > 1 else ''}"
+    return f"{row['final3_mean']:.1f}", f"{row['iqm']:.1f}", f"[{interval[0]:.1f}, {interval[1]:.1f}]"
+
+
 def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| agent | task | settings | budget | seeds | final return, mean ± std | at target | published |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| agent | task | settings | budget | seeds | final return, mean ± std | last 3, mean | last 3, IQM "
+        "| IQM 95% CI | at target | published |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in latest(rows):
         at_target = "" if row["target"] is None else f"{row['seeds_at_target']}/{len(row['seeds'])} ≥ {row['target']:g}"
         published = "" if row["published"] is None else f"{row['published']:g}"
+        last_three, iqm, interval = last_three_cells(row)
         lines.append(
             f"| {row['agent']} | {row['env_id']} | {row['settings']} | {row['n_timesteps']:,} | {len(row['seeds'])} "
-            f"| {row['mean']:.1f} ± {row['std']:.1f} | {at_target} | {published} |"
+            f"| {row['mean']:.1f} ± {row['std']:.1f} | {last_three} | {iqm} | {interval} | {at_target} | {published} |"
         )
     return "\n".join(lines)
 
