@@ -17,6 +17,9 @@ Each update, in the order the reference's `Agent.loss` runs (danijar/dreamerv3, 
    imagined return, train the critic (and through it the representation) on real rewards.
 6. One LaProp step on the weighted sum; the slow critic follows the critic (EMA 0.02);
    the sequences' new latents are written back into their rows.
+
+Steps 2.-5. are `make_objective`'s pure function of the parameters, which returns every loss
+apart as well as their weighted sum, so a test can take each term's gradient on its own.
 """
 
 from __future__ import annotations
@@ -146,18 +149,8 @@ def make_train(
     model = WorldModel(size, env_args.observation_dim, config.unimix)
     actor = Actor(size.units, env_args.action_dim, continuous)
     critic = Critic(size.units)
-    # The reference's heads (`symexp_twohot`): bins spaced evenly in symlog space, targets
-    # encoded and predictions read between them in the env's own units.
-    bins = symexp(symlog_bins(N_BINS))
-
-    def predict(logits: jax.Array) -> jax.Array:
-        return bins_mean(logits, bins)
-
-    def two_hot_loss(logits: jax.Array, target: jax.Array) -> jax.Array:
-        return two_hot_cross_entropy(logits, target, bins)
-
+    objective = make_objective(model, actor, critic, config)
     ratio = TrainRatio.create(config, n_envs)
-    continue_discount = 1.0 - 1.0 / config.horizon
     sequence_length = config.batch_length + 1
 
     def action_input(action: jax.Array) -> jax.Array:
@@ -171,12 +164,6 @@ def make_train(
     def observe(params: Any, latent: Latent, action: jax.Array, embedding: jax.Array, first: jax.Array, key):
         """h_t = f(h_{t-1}, z_{t-1}, a_{t-1}), z_t ~ q(z | h_t, e_t); a reset starts from zeros."""
         return observe_step(model, params, latent, action, embedding, first, lambda logits: sample_one_hot(logits, key))
-
-    def imagine(params: Any, latent: Latent, action: jax.Array, key: jax.Array) -> Latent:
-        """h' = f(h, z, a), z' ~ p(z | h')."""
-        deter = model.apply(params, latent, action, method=WorldModel.step)
-        logits = model.apply(params, deter, method=WorldModel.prior)
-        return Latent(deter, sample_one_hot(logits, key))
 
     def pi(params: Any, latent: Latent) -> distrax.Distribution:
         return actor.apply(params["actor"], features(latent))
@@ -238,7 +225,90 @@ def make_train(
         del tick
         return collect_row(state, behaviour, env_args)[0]
 
-    # 2.-5. The losses -------------------------------------------------------------------
+    # 6. One update ---------------------------------------------------------------------
+    def learn(state: DreamerV3State) -> tuple[DreamerV3State, AuxiliaryLogs]:
+        state, (sample_key, model_key, imagine_key) = state.next_keys(3)
+        collector = state.collector_state
+        replay = collector.buffer_state
+        sequences, envs, slots = sample_sequences(
+            replay, sample_key, collector.timestep // n_envs, config.batch_size, sequence_length
+        )
+        context = jax.tree.map(lambda x: x[:, 0], sequences)
+        rows = jax.tree.map(lambda x: x[:, 1:], sequences)
+        train_state = state.actor_state
+
+        (total, (posterior, model_losses, behaviour_losses, scale)), grads = jax.value_and_grad(
+            objective, has_aux=True
+        )(train_state.params, train_state.target_params, state.return_scale, rows, context, (model_key, imagine_key))
+        train_state = train_state.apply_gradients(grads=grads)
+        rate = config.slow_critic_rate
+        slow = jax.tree.map(
+            lambda fast, slow: rate * fast + (1 - rate) * slow, train_state.params["critic"], train_state.target_params
+        )
+        replay = write_entries(replay, envs, slots[:, 1:], sg(posterior))
+        aux = AuxiliaryLogs(
+            world_model=jax.tree.map(jnp.mean, model_losses),
+            behaviour=behaviour_losses,
+            loss=total,
+            grad_norm=optax.tree.norm(grads),
+        )
+        state = state.replace(
+            actor_state=train_state.replace(target_params=slow),
+            collector_state=collector.replace(buffer_state=replay),
+            return_scale=scale,
+        )
+        return state, aux
+
+    def n_updates(tick: jax.Array, state: DreamerV3State) -> jax.Array:
+        return ratio.between(tick * n_envs, state.collector_state.timestep)
+
+    loop = TrainLoop.create(env_args, run, extensions, latent_evaluation(model, actor, size, env_args))
+    return loop.off_policy(init, learn, collect=collect, n_updates=n_updates)
+
+
+def make_objective(
+    model: WorldModel, actor: Actor, critic: Critic, config: DreamerV3Config
+) -> Callable[..., tuple[jax.Array, tuple[Latent, WorldModelLosses, BehaviourLosses, PercentileScale]]]:
+    """Steps 2.-5. of an update as one pure function of the parameters, each loss kept apart.
+
+    `objective(params, slow, return_scale, rows, context, (model_key, imagine_key))`: `params`
+    are the train state's {"model", "actor", "critic"} (the only argument `learn` differentiates),
+    `slow` the slow critic's, `rows` and `context` a sampled batch as `learn` splits it. It returns
+    the weighted total and (the posterior, the world model's losses per element, the behaviour
+    losses, the updated return scale), so each term's gradient can also be taken on its own.
+    """
+    continuous = actor.continuous
+    # The reference's heads (`symexp_twohot`): bins spaced evenly in symlog space, targets
+    # encoded and predictions read between them in the env's own units.
+    bins = symexp(symlog_bins(N_BINS))
+
+    def predict(logits: jax.Array) -> jax.Array:
+        return bins_mean(logits, bins)
+
+    def two_hot_loss(logits: jax.Array, target: jax.Array) -> jax.Array:
+        return two_hot_cross_entropy(logits, target, bins)
+
+    continue_discount = 1.0 - 1.0 / config.horizon
+
+    def action_input(action: jax.Array) -> jax.Array:
+        """The action as the RSSM reads it: one-hot when discrete."""
+        return action if continuous else jax.nn.one_hot(action, actor.action_dim)
+
+    # The RSSM, read as the equations write it -------------------------------------
+    def observe(params: Any, latent: Latent, action: jax.Array, embedding: jax.Array, first: jax.Array, key):
+        """h_t = f(h_{t-1}, z_{t-1}, a_{t-1}), z_t ~ q(z | h_t, e_t); a reset starts from zeros."""
+        return observe_step(model, params, latent, action, embedding, first, lambda logits: sample_one_hot(logits, key))
+
+    def imagine(params: Any, latent: Latent, action: jax.Array, key: jax.Array) -> Latent:
+        """h' = f(h, z, a), z' ~ p(z | h')."""
+        deter = model.apply(params, latent, action, method=WorldModel.step)
+        logits = model.apply(params, deter, method=WorldModel.prior)
+        return Latent(deter, sample_one_hot(logits, key))
+
+    def pi(params: Any, latent: Latent) -> distrax.Distribution:
+        return actor.apply(params["actor"], features(latent))
+
+    # The losses ---------------------------------------------------------------------
     def world_model_loss(params: Any, rows: Rows, context: Rows, key: jax.Array):
         """The posterior over the trained rows and the world model's five losses, each (B, T)."""
         model_params = params["model"]
@@ -313,10 +383,7 @@ def make_train(
         # Replayed value: the real rewards, bootstrapped from each row's imagined return.
         replay_feat = features(posterior)  # the representation learns from this loss too
         replay_logits = critic.apply(params["critic"], replay_feat)
-        boot = ret[0].reshape(batch, length)
-        replay_return = lambda_returns(
-            rows.reward.T, 1.0 - rows.is_terminal.T, boot.T, config.lam, continue_discount, lasts=rows.is_last.T
-        ).T  # (B, T - 1)
+        replay_return = replay_returns(ret[0], rows, config.lam, continue_discount)  # (B, T - 1)
         replay_slow = predict(critic.apply(slow, replay_feat))
         replay_value_loss = (1.0 - rows.is_last[:, :-1]) * (
             two_hot_loss(replay_logits[:, :-1], sg(replay_return))
@@ -332,63 +399,37 @@ def make_train(
         )
         return losses, scale
 
-    # 6. One update ---------------------------------------------------------------------
-    def learn(state: DreamerV3State) -> tuple[DreamerV3State, AuxiliaryLogs]:
-        state, (sample_key, model_key, imagine_key) = state.next_keys(3)
-        collector = state.collector_state
-        replay = collector.buffer_state
-        sequences, envs, slots = sample_sequences(
-            replay, sample_key, collector.timestep // n_envs, config.batch_size, sequence_length
-        )
-        context = jax.tree.map(lambda x: x[:, 0], sequences)
-        rows = jax.tree.map(lambda x: x[:, 1:], sequences)
-        train_state = state.actor_state
+    def objective(params: Any, slow: Any, return_scale: PercentileScale, rows: Rows, context: Rows, keys: Any):
+        """The weighted sum of the losses (the reference's `loss_scales`), and the parts `learn` keeps."""
+        model_key, imagine_key = keys
         scales = config.scales
-
-        def objective(params: Any):
-            posterior, model_losses = world_model_loss(params, rows, context, model_key)
-            behaviour_losses, scale = behaviour_loss(
-                params, train_state.target_params, state.return_scale, posterior, rows, imagine_key
-            )
-            total = (
-                scales.reconstruction * jnp.mean(model_losses.reconstruction_loss)
-                + scales.reward * jnp.mean(model_losses.reward_loss)
-                + scales.continuation * jnp.mean(model_losses.continuation_loss)
-                + scales.dynamics * jnp.mean(model_losses.dynamics_loss)
-                + scales.representation * jnp.mean(model_losses.representation_loss)
-                + scales.policy * behaviour_losses.policy_loss
-                + scales.value * behaviour_losses.value_loss
-                + scales.replay_value * behaviour_losses.replay_value_loss
-            )
-            return total, (posterior, model_losses, behaviour_losses, scale)
-
-        (total, (posterior, model_losses, behaviour_losses, scale)), grads = jax.value_and_grad(
-            objective, has_aux=True
-        )(train_state.params)
-        train_state = train_state.apply_gradients(grads=grads)
-        rate = config.slow_critic_rate
-        slow = jax.tree.map(
-            lambda fast, slow: rate * fast + (1 - rate) * slow, train_state.params["critic"], train_state.target_params
+        posterior, model_losses = world_model_loss(params, rows, context, model_key)
+        behaviour_losses, scale = behaviour_loss(params, slow, return_scale, posterior, rows, imagine_key)
+        total = (
+            scales.reconstruction * jnp.mean(model_losses.reconstruction_loss)
+            + scales.reward * jnp.mean(model_losses.reward_loss)
+            + scales.continuation * jnp.mean(model_losses.continuation_loss)
+            + scales.dynamics * jnp.mean(model_losses.dynamics_loss)
+            + scales.representation * jnp.mean(model_losses.representation_loss)
+            + scales.policy * behaviour_losses.policy_loss
+            + scales.value * behaviour_losses.value_loss
+            + scales.replay_value * behaviour_losses.replay_value_loss
         )
-        replay = write_entries(replay, envs, slots[:, 1:], sg(posterior))
-        aux = AuxiliaryLogs(
-            world_model=jax.tree.map(jnp.mean, model_losses),
-            behaviour=behaviour_losses,
-            loss=total,
-            grad_norm=optax.tree.norm(grads),
-        )
-        state = state.replace(
-            actor_state=train_state.replace(target_params=slow),
-            collector_state=collector.replace(buffer_state=replay),
-            return_scale=scale,
-        )
-        return state, aux
+        return total, (posterior, model_losses, behaviour_losses, scale)
 
-    def n_updates(tick: jax.Array, state: DreamerV3State) -> jax.Array:
-        return ratio.between(tick * n_envs, state.collector_state.timestep)
+    return objective
 
-    loop = TrainLoop.create(env_args, run, extensions, latent_evaluation(model, actor, size, env_args))
-    return loop.off_policy(init, learn, collect=collect, n_updates=n_updates)
+
+def replay_returns(imagined_return: jax.Array, rows: Rows, lam: float, discount: float) -> jax.Array:
+    """The replayed rows' lambda-returns (B, T - 1), each bootstrapped from the imagined return of its row.
+
+    `imagined_return` (B T,) is R_0 of the imagination started from each posterior state, which
+    `behaviour_loss` flattens row-major: entry b T + t belongs to row (b, t), as the reference's
+    `ret[:, 0].reshape(B, K)`. `lambda_returns` runs time first, hence the transposes.
+    """
+    batch, length = rows.reward.shape
+    boot = imagined_return.reshape(batch, length)
+    return lambda_returns(rows.reward.T, 1.0 - rows.is_terminal.T, boot.T, lam, discount, lasts=rows.is_last.T).T
 
 
 def observe_step(
