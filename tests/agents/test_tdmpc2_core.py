@@ -151,9 +151,11 @@ def test_the_squashed_gaussian_at_its_centre():
     expected = -2 * (0.5 * math.log(2 * math.pi) + math.log(1 + 1e-6))
     np.testing.assert_allclose(log_prob, expected, rtol=1e-5)
     np.testing.assert_allclose(scaled, -expected * 2, rtol=1e-5)
-    # A masked dimension draws exactly 0 and the entropy scales by the unmasked count.
-    _, _, masked_log_prob, masked_scaled = squashed_gaussian(raw, jnp.ones(2), -10.0, 2.0, jnp.array([1.0, 0.0]))
-    np.testing.assert_allclose(masked_scaled, -masked_log_prob * 1, rtol=1e-6)
+    # A masked dimension draws exactly 0 and the entropy scales by the unmasked count: minus the
+    # pre-tanh Gaussian log-probability of eps = (1, 0 masked) at log-std 0, times 1.
+    masked_action, _, _, masked_scaled = squashed_gaussian(raw, jnp.ones(2), -10.0, 2.0, jnp.array([1.0, 0.0]))
+    assert float(masked_action[1]) == 0.0
+    np.testing.assert_allclose(masked_scaled, (0.5 + math.log(2 * math.pi)) * 1, rtol=1e-6)
 
 
 def test_polyak_averaging_moves_the_target_tau_of_the_way():

@@ -97,9 +97,11 @@ def squashed_gaussian(
     """The policy prior's reparameterised draw: (action, mean action, log-prob, scaled entropy).
 
     a = tanh(mu + eps sigma). The log-probability is the Gaussian's minus the tanh's
-    log-Jacobian (with the reference's 1e-6 inside the log). The entropy bonus is scaled
-    by the number of action dimensions (`scaled_entropy` = -log_prob * dims, the
-    reference's `entropy_scale`), so its weight does not shrink with a wider action space.
+    log-Jacobian (with the reference's 1e-6 inside the log). The entropy bonus is the
+    Gaussian's, before the squash, scaled by the number of action dimensions
+    (`scaled_entropy` = -dims log N(eps; 0, sigma), what the reference's
+    `-log_prob * entropy_scale` reduces to in `world_model.py`'s `pi`), so its weight does not
+    shrink with a wider action space; the tanh's correction enters `log_prob` alone.
     A mask (multi-task: padded action dimensions) zeroes the mean, the log-std and the noise there.
     """
     mean, raw_std = jnp.split(raw, 2, axis=-1)
@@ -112,7 +114,7 @@ def squashed_gaussian(
     gaussian = jnp.sum(-0.5 * jnp.square(eps) - std_log, -1) - LOG_2PI_HALF * eps.shape[-1]
     action = jnp.tanh(mean + eps * jnp.exp(std_log))
     log_prob = gaussian - jnp.sum(jnp.log(jax.nn.relu(1.0 - jnp.square(action)) + 1e-6), -1)
-    return action, jnp.tanh(mean), log_prob, -log_prob * dims
+    return action, jnp.tanh(mean), log_prob, -gaussian * dims
 
 
 def policy_loss(

@@ -2,8 +2,8 @@
 
 Every network is the reference's `mlp` (nicklashansen/tdmpc2, `common/layers.py`): hidden
 layers of Linear, LayerNorm and Mish, then a plain linear output, or a normalised one
-ending in SimNorm where the output is a latent. Weights start from a normal truncated at
-two deviations of std 0.02 (bias 0); the reward head's and the Q-functions' output kernels
+ending in SimNorm where the output is a latent. Weights start from a normal of std 0.02
+(`weight_init`; bias 0); the reward head's and the Q-functions' output kernels
 start at zero, so both predict a uniform softmax over the bins, which decodes to 0.
 """
 
@@ -37,7 +37,15 @@ SIZES: dict[int, ModelSize] = {
     317: ModelSize(enc_dim=4096, mlp_dim=4096, latent_dim=1376, num_enc_layers=5, num_q=8),
 }
 
-weight_init = nn.initializers.truncated_normal(stddev=0.02)  # the reference's trunc_normal_(std=0.02)
+
+def weight_init(key: jax.Array, shape: tuple[int, ...], dtype: jnp.dtype = jnp.float32) -> jax.Array:
+    """N(0, 0.02^2) cut at +-2 in absolute value, as the reference's torch `trunc_normal_(std=0.02)`.
+
+    torch's bounds `a=-2, b=2` are values, not deviations: at std 0.02 they lie 100 deviations
+    out, so the draw is a plain normal of std 0.02. flax's `truncated_normal(0.02)` cuts at two
+    deviations instead (std 0.0176, nothing beyond 0.04).
+    """
+    return 0.02 * jax.random.truncated_normal(key, -100.0, 100.0, shape, dtype)
 
 
 def embedding_init(key: jax.Array, shape: tuple[int, ...], dtype: jnp.dtype = jnp.float32) -> jax.Array:

@@ -15,7 +15,8 @@ Updates (the reference's `TDMPC2._update`, nicklashansen/tdmpc2 `tdmpc2.py`), ea
    each step weighted by rho^t; one Adam step on 20 cons + 0.1 rew + 0.1 val (+ 1 term),
    gradients clipped at norm 20, the encoder at 0.3 times the rate.
 3. Policy prior on the rollout's latents (detached): maximise the mean of two random
-   Q-functions divided by their running scale, plus 1e-4 times the scaled entropy.
+   Q-functions divided by their running scale, plus 1e-4 times the scaled entropy
+   (`policy_objective`, which detaches the world model's parameters itself).
 4. The target Q-functions follow by Polyak averaging (tau 0.01).
 
 When the collected steps reach `seed_steps`, that tick makes `seed_steps` updates at once
@@ -184,6 +185,34 @@ def init_train_states(
     return model, actor
 
 
+def policy_objective(
+    networks: Networks,
+    config: TDMPC2Config,
+    model_params: Any,
+    policy_params: Any,
+    zs: jax.Array,
+    q_scale: RunningScale,
+    valid: jax.Array,
+    keys: tuple[jax.Array, jax.Array, jax.Array],
+    task: jax.Array | None = None,
+    action_mask: jax.Array | None = None,
+) -> tuple[jax.Array, tuple[RunningScale, jax.Array, jax.Array]]:
+    """Step 3.'s loss on the latents zs (H + 1, B, latent): (loss, (new Q scale, entropy, scaled entropy)).
+
+    The world model's parameters enter detached, so the loss's gradient with respect to them, the
+    Q-functions' among them, is zero (the reference's `Q(..., detach=True)`): the policy prior's
+    loss never moves the Q-functions, whatever is differentiated. `keys` = (the policy's noise,
+    the pair of Q-functions, their dropout); `valid` (H + 1, B) masks the latents.
+    """
+    pi_key, q_key, pi_dropout = keys
+    params = {**sg(model_params), **policy_params}
+    action, _, log_prob, scaled_entropy = networks.pi(params, zs, pi_key, task, action_mask)
+    q = jnp.mean(pair_of(networks.q_values(params, zs, action, task, dropout=pi_dropout), q_key), 0)
+    scale = update_running(q_scale, q[0], config.tau)
+    loss = policy_loss(q, scaled_entropy, scale.value, valid, config.rho, config.entropy_coef)
+    return loss, (scale, -log_prob, scaled_entropy)
+
+
 def update(
     networks: Networks,
     config: TDMPC2Config,
@@ -257,15 +286,12 @@ def update(
     # 3. The policy prior, against the updated Q-functions (detached: only the action carries a gradient).
     zs = sg(zs)
     pi_valid = jnp.concatenate([jnp.ones_like(valid[:1]), valid])  # z_t is inside the episode when a_{t-1} was
-    frozen = sg(model_state.params)
+    pi_keys = (pi_key, q_key, pi_dropout)
 
     def pi_objective(policy_params: Any):
-        params = {**frozen, **policy_params}
-        action, _, log_prob, scaled_entropy = networks.pi(params, zs, pi_key, task, action_mask)
-        q = jnp.mean(pair_of(networks.q_values(params, zs, action, task, dropout=pi_dropout), q_key), 0)
-        scale = update_running(q_scale, q[0], config.tau)
-        loss = policy_loss(q, scaled_entropy, scale.value, pi_valid, rho, config.entropy_coef)
-        return loss, (scale, -log_prob, scaled_entropy)
+        return policy_objective(
+            networks, config, model_state.params, policy_params, zs, q_scale, pi_valid, pi_keys, task, action_mask
+        )
 
     (pi_loss, (q_scale, entropy, scaled_entropy)), pi_grads = jax.value_and_grad(pi_objective, has_aux=True)(
         policy_state.params
