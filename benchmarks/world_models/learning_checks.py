@@ -1,23 +1,30 @@
-"""The world models' learning gate: does DreamerV3 learn CartPole on a CPU at a small preset?
+"""The world models' learning checks: does DreamerV3 learn on a CPU at a small preset?
 
-Run by hand, never by the tests: at the defaults it trains for hours. It trains DreamerV3 on
-gymnax CartPole-v1 at the reference's 1m model with 16 envs, sequences of 16 x 64 rows and
-train ratio 512, the setting the reference itself was measured at on a CPU (a mean
-evaluation of about 313 over rows 12k-24k on 5 seeds, about 70 minutes per seed on 14
-cores). The seeds train as one compiled program (vmapped), evaluating every
+Run by hand, never by the tests. Each named check (`--check`) trains DreamerV3 on one gymnax
+task on several seeds as one compiled program (the seeds vmapped), evaluating every
 `--eval-every` rows with `--num-episode-test` episodes of the mode policy on the posterior's
-mode. The result is the mean of the evaluations whose timestep lies in the window (12,000 to
-24,000 rows), over every seed; the check passes at the bar (156, half the reference's 313)
-or above. One JSON line goes to `--out`: the machine, the settings, the hours, each seed's
-window mean, the curve, the result and the verdict.
+mode. A seed's score is its mean evaluation over the window's rows; the row also carries the
+interquartile mean of those scores over seeds and its 95% bootstrap interval
+(`benchmarks/intervals.py`). One JSON line goes to `--out`: the machine, the settings, the
+minutes, each seed's window mean and curve, the result and the verdict.
 
-The buffer holds the whole run by default (the budget, rounded up to a multiple of
-`--n-envs`): the reference's replay (5e6 rows) never evicts a row at this budget either,
-and the agent's default of a million rows would cost 2.6 GB per seed for nothing.
+- `catch` (the default): Catch-bsuite, the 1m model, 4 envs, 8 x 16 sequences, train ratio
+  128 (one update per row, the rate of the reference's bsuite setting), 5,000 rows. Bar: a
+  mean of +0.5 over rows 4k-5k (a random policy scores about -0.6, the optimum +1).
+- `cartpole-small`: CartPole-v1 at the same settings, 10,000 rows, window 8k-10k.
+- `pendulum-small`: Pendulum-v1 (continuous actions) at the same settings, 10,000 rows.
+- `cartpole`: the first gate: CartPole-v1 with 16 envs, 16 x 64 sequences and train ratio 512,
+  the setting the reference itself was measured at on a CPU (a mean of about 313 over rows
+  12k-24k on 5 seeds, about 70 minutes per seed on 14 cores); bar 156, half of that.
 
-    JAX_PLATFORMS=cpu python benchmarks/world_models/learning_checks.py
-    python benchmarks/world_models/learning_checks.py --seeds 1 --train-ratio 32 --timesteps 300 \
-        --n-envs 4 --batch-size 4 --batch-length 16 --eval-every 100 --window 100 300 --out /tmp/smoke.jsonl
+Every other setting (learning rate, warm-up, imagination horizon, lambda, entropy) is the
+agent's default, the reference's, unless given. The buffer holds the whole run (the budget,
+rounded up to a multiple of the env count): the reference's replay (5e6 rows) never evicts
+at these budgets either.
+
+    JAX_PLATFORMS=cpu python benchmarks/world_models/learning_checks.py --check catch --seeds 3
+    python benchmarks/world_models/learning_checks.py --check catch --seeds 1 --timesteps 300 \
+        --eval-every 100 --window 100 300 --out /tmp/smoke.jsonl
 """
 
 from __future__ import annotations
@@ -31,22 +38,57 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
-from ajax import DreamerV3
-from ajax._compile_cache import cpu_model
-from ajax.logging.wandb_logging import LoggingConfig
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ajax import DreamerV3  # noqa: E402
+from ajax._compile_cache import cpu_model  # noqa: E402
+from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
+from intervals import iqm, iqm_interval, learning_summary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "learning_checks.jsonl"
+TABLE = ROOT / "benchmarks" / "learning_checks.jsonl"  # the learning table every agent's rows join
 RETURN = "Eval/episodic mean reward"
-ENV_ID = "CartPole-v1"
-BAR = 156.0  # half the reference's 313 at this setting
-REFERENCE = 313.0  # the reference's mean evaluation over rows 12k-24k, 5 seeds
+
+
+@dataclass(frozen=True)
+class WorldModelCheck:
+    """One check: a task, DreamerV3's settings for it, the budget, the window scored and its bar."""
+
+    env_id: str
+    settings: dict[str, Any]
+    timesteps: int
+    window: tuple[int, int]
+    bar: float
+    eval_every: int
+    num_episode_test: int
+    reference: float | None = None  # the reference's own result at this setting, where measured
+
+
+# One update per row: 8 x 16 rows replayed per 128 collected, 4 envs (the reference's bsuite rate).
+SMALL = {"model_size": "1m", "n_envs": 4, "train_ratio": 128.0, "batch_size": 8, "batch_length": 16}
+CHECKS = {
+    "catch": WorldModelCheck("Catch-bsuite", SMALL, 5_000, (4_000, 5_000), 0.5, 250, 20),
+    "cartpole-small": WorldModelCheck("CartPole-v1", SMALL, 10_000, (8_000, 10_000), 100.0, 500, 10),
+    "pendulum-small": WorldModelCheck("Pendulum-v1", SMALL, 10_000, (8_000, 10_000), -800.0, 500, 10),
+    "cartpole": WorldModelCheck(
+        "CartPole-v1",
+        {"model_size": "1m", "n_envs": 16, "train_ratio": 512.0, "batch_size": 16, "batch_length": 64},
+        24_000,
+        (12_000, 24_000),
+        156.0,  # half the reference's 313 at this setting
+        1_000,
+        10,
+        reference=313.0,
+    ),
+}
 
 
 def git_commit() -> str:
@@ -80,86 +122,126 @@ def window_means(timesteps: np.ndarray, returns: np.ndarray, window: tuple[int, 
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    n_timesteps = args.timesteps if args.timesteps is not None else args.window[1]
-    buffer_size = args.buffer_size or -(-n_timesteps // args.n_envs) * args.n_envs
-    settings = {
-        "model_size": args.model_size,
-        "n_envs": args.n_envs,
-        "train_ratio": args.train_ratio,
-        "batch_size": args.batch_size,
-        "batch_length": args.batch_length,
-        "buffer_size": buffer_size,
-    }
-    agent = DreamerV3(ENV_ID, **settings)
-    seeds = list(range(args.seeds))
+    check = CHECKS[args.check]
+    window = tuple(args.window) if args.window is not None else check.window
+    n_timesteps = args.timesteps if args.timesteps is not None else window[1]
+    eval_every = args.eval_every or check.eval_every
+    num_episode_test = args.num_episode_test or check.num_episode_test
+    bar = args.bar if args.bar is not None else check.bar
+    settings = dict(check.settings)
+    for name in ("n_envs", "train_ratio", "batch_size", "batch_length", "learning_rate", "warmup_updates"):
+        if getattr(args, name) is not None:
+            settings[name] = getattr(args, name)
+    settings["buffer_size"] = args.buffer_size or -(-n_timesteps // settings["n_envs"]) * settings["n_envs"]
+    agent = DreamerV3(check.env_id, **settings)
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     started = time.perf_counter()
     state, evaluations = agent.train(
         seed=seeds,
         n_timesteps=n_timesteps,
-        num_episode_test=args.num_episode_test,
-        logging_config=LoggingConfig(log_frequency=args.eval_every),
+        num_episode_test=num_episode_test,
+        logging_config=LoggingConfig(log_frequency=eval_every),
     )
     jax.block_until_ready(state)
     wall = time.perf_counter() - started
     timesteps, returns = np.asarray(evaluations["timestep"]), np.asarray(evaluations[RETURN])
     filled = timesteps[0] >= 0
-    per_seed = window_means(timesteps, returns, tuple(args.window))
+    per_seed = window_means(timesteps, returns, window)
     result = float(per_seed.mean())
+    interval = iqm_interval(per_seed)
+    diagnostics = {
+        name: [round(float(x), 4) for x in np.asarray(values)[:, filled].mean(axis=0)]
+        for name, values in evaluations.items()
+        if name.startswith(("world_model/", "behaviour/"))
+    }
     return {
-        "check": f"DreamerV3:{ENV_ID}",
+        "check": f"DreamerV3:{check.env_id}",
+        "name": args.check,
         "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "commit": git_commit(),
         "machine": machine(),
         "settings": settings,
         "n_timesteps": n_timesteps,
         "seeds": seeds,
-        "eval_every": args.eval_every,
-        "num_episode_test": args.num_episode_test,
-        "window": list(args.window),
+        "eval_every": eval_every,
+        "num_episode_test": num_episode_test,
+        "window": list(window),
         "n_updates": int(np.asarray(state.n_updates).reshape(-1)[0]),
-        "hours": round(wall / 3600, 4),
-        "hours_per_seed": round(wall / 3600 / len(seeds), 4),
-        "seed_window_means": [round(float(x), 2) for x in per_seed],
-        "result": round(result, 2),
-        "bar": args.bar,
-        "passed": bool(result >= args.bar),
-        "reference": REFERENCE,
+        "minutes": round(wall / 60, 2),
+        "minutes_per_seed": round(wall / 60 / len(seeds), 2),
+        "seed_window_means": [round(float(x), 3) for x in per_seed],
+        "result": round(result, 3),
+        "iqm": round(iqm(per_seed), 3),
+        "iqm_ci": None if interval is None else [round(x, 3) for x in interval],
+        "bar": bar,
+        "passed": bool(result >= bar),
+        "reference": check.reference,
         "curve": {
             "timestep": [int(t) for t in timesteps[0][filled]],
-            "mean": [round(float(x), 2) for x in returns[:, filled].mean(axis=0)],
+            "mean": [round(float(x), 3) for x in returns[:, filled].mean(axis=0)],
+            "per_seed": [[round(float(x), 3) for x in seed] for seed in returns[:, filled]],
         },
+        "diagnostics": diagnostics,
+    }
+
+
+def table_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The check as a row of the learning table (`benchmarks/learning_checks.py --table`).
+
+    The table scores each seed by its last evaluations, as it does every agent's; this
+    script's own verdict, the window mean, stays in its full row.
+    """
+    per_seed = np.asarray(row["curve"]["per_seed"])
+    finals = per_seed[:, -1]
+    return {
+        "agent": "DreamerV3",
+        "env_id": row["check"].split(":", 1)[1],
+        "settings": f"check {row['name']}",
+        "n_timesteps": row["n_timesteps"],
+        "seeds": row["seeds"],
+        "num_episode_test": row["num_episode_test"],
+        "final_returns": [round(float(x), 2) for x in finals],
+        "mean": round(float(finals.mean()), 2),
+        "std": round(float(finals.std()), 2),
+        "published": None,
+        "target": None,
+        "seeds_at_target": None,
+        "curve": row["curve"],
+        **learning_summary(per_seed),
+        "wall_s": round(row["minutes"] * 60, 1),
     }
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1, trained together (default: 5)")
-    parser.add_argument("--model-size", default="1m", help="DreamerV3's model_size (default: 1m)")
-    parser.add_argument("--n-envs", type=int, default=16, help="env copies per seed (default: 16)")
-    parser.add_argument("--train-ratio", type=float, default=512.0, help="replayed rows per collected row (512)")
-    parser.add_argument("--batch-size", type=int, default=16, help="sequences per update (default: 16)")
-    parser.add_argument("--batch-length", type=int, default=64, help="trained rows per sequence (default: 64)")
+    parser.add_argument("--check", choices=sorted(CHECKS), default="catch", help="which check (default: catch)")
+    parser.add_argument("--seeds", type=int, default=3, help="how many seeds, trained together (default: 3)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default: 0)")
+    parser.add_argument("--n-envs", type=int, default=None, help="env copies per seed (default: the check's)")
+    parser.add_argument("--train-ratio", type=float, default=None, help="replayed rows per collected row")
+    parser.add_argument("--batch-size", type=int, default=None, help="sequences per update")
+    parser.add_argument("--batch-length", type=int, default=None, help="trained rows per sequence")
+    parser.add_argument("--learning-rate", type=float, default=None, help="default: the agent's (4e-5)")
+    parser.add_argument("--warmup-updates", type=int, default=None, help="default: the agent's (1000)")
     parser.add_argument("--buffer-size", type=int, default=None, help="rows over all envs (default: the budget)")
     parser.add_argument("--timesteps", type=int, default=None, help="rows per seed (default: the window's end)")
-    parser.add_argument("--eval-every", type=int, default=1_000, help="rows between evaluations (default: 1000)")
-    parser.add_argument("--num-episode-test", type=int, default=10, help="episodes per evaluation (default: 10)")
-    parser.add_argument(
-        "--window",
-        type=int,
-        nargs=2,
-        default=(12_000, 24_000),
-        metavar=("START", "END"),
-        help="rows averaged (default: 12000 24000)",
-    )
-    parser.add_argument("--bar", type=float, default=BAR, help=f"the mean the check asks for (default: {BAR:g})")
+    parser.add_argument("--eval-every", type=int, default=None, help="rows between evaluations")
+    parser.add_argument("--num-episode-test", type=int, default=None, help="episodes per evaluation")
+    parser.add_argument("--window", type=int, nargs=2, default=None, metavar=("START", "END"), help="rows averaged")
+    parser.add_argument("--bar", type=float, default=None, help="the mean the check asks for")
     parser.add_argument("--out", type=Path, default=OUT, help="append the JSON line here (default: %(default)s)")
+    parser.add_argument(
+        "--table-out", type=Path, default=TABLE, help="append the learning table's row here (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
-    low, high = args.window
-    if not 0 <= low <= high:
-        parser.error(f"--window {low} {high}: START must be at least 0 and at most END.")
+    if args.window is not None:
+        low, high = args.window
+        if not 0 <= low <= high:
+            parser.error(f"--window {low} {high}: START must be at least 0 and at most END.")
+    high = (args.window or CHECKS[args.check].window)[1]
     if args.timesteps is not None and args.timesteps < high:
         parser.error(f"--timesteps {args.timesteps} ends before the window's end, {high}.")
-    if args.seeds < 1 or args.eval_every < 1:
+    if args.seeds < 1 or (args.eval_every is not None and args.eval_every < 1):
         parser.error("--seeds and --eval-every must be positive.")
     return args
 
@@ -172,11 +254,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as file:
         file.write(json.dumps(row) + "\n")
+    with args.table_out.open("a") as file:
+        file.write(json.dumps(table_row(row)) + "\n")
     low, high = row["window"]
     verdict = "PASS" if row["passed"] else "FAIL"
     print(
-        f"{verdict}: mean evaluation {row['result']:.1f} over rows {low:,}-{high:,} (bar {row['bar']:g}), "
-        f"{row['hours']:.3f} h; appended to {args.out}"
+        f"{verdict}: mean evaluation {row['result']:.2f} over rows {low:,}-{high:,} (bar {row['bar']:g}), "
+        f"IQM {row['iqm']:.2f} {row['iqm_ci']}, {row['minutes']:.1f} min; appended to {args.out}"
     )
     return 0 if row["passed"] else 1
 
