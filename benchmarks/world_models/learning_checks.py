@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     num_episode_test = args.num_episode_test or check.num_episode_test
     bar = args.bar if args.bar is not None else check.bar
     settings = dict(check.settings)
-    for name in ("n_envs", "train_ratio", "batch_size", "batch_length", "learning_rate", "warmup_updates"):
+    overridable = ("n_envs", "train_ratio", "batch_size", "batch_length", "learning_rate", "warmup_updates")
+    for name in (*overridable, "representation_scale", "free_nats"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     settings["buffer_size"] = args.buffer_size or -(-n_timesteps // settings["n_envs"]) * settings["n_envs"]
@@ -193,10 +194,18 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
     """
     per_seed = np.asarray(row["curve"]["per_seed"])
     finals = per_seed[:, -1]
+    check = CHECKS[row["name"]]
+    changed = [
+        f"{name}={value:g}" if isinstance(value, int | float) else f"{name}={value}"
+        for name, value in row["settings"].items()
+        if name != "buffer_size" and check.settings.get(name) != value
+    ]
+    if row["n_timesteps"] != check.timesteps:
+        changed.append(f"{row['n_timesteps']:,} rows")
     return {
         "agent": "DreamerV3",
         "env_id": row["check"].split(":", 1)[1],
-        "settings": f"check {row['name']}",
+        "settings": f"check {row['name']}" + (f" ({', '.join(changed)})" if changed else ""),
         "n_timesteps": row["n_timesteps"],
         "seeds": row["seeds"],
         "num_episode_test": row["num_episode_test"],
@@ -223,6 +232,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch-length", type=int, default=None, help="trained rows per sequence")
     parser.add_argument("--learning-rate", type=float, default=None, help="default: the agent's (4e-5)")
     parser.add_argument("--warmup-updates", type=int, default=None, help="default: the agent's (1000)")
+    parser.add_argument("--representation-scale", type=float, default=None, help="default: the agent's (0.1)")
+    parser.add_argument("--free-nats", type=float, default=None, help="default: the agent's (1.0)")
     parser.add_argument("--buffer-size", type=int, default=None, help="rows over all envs (default: the budget)")
     parser.add_argument("--timesteps", type=int, default=None, help="rows per seed (default: the window's end)")
     parser.add_argument("--eval-every", type=int, default=None, help="rows between evaluations")

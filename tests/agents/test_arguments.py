@@ -157,6 +157,8 @@ MISTAKES = [
     ("horizon_scale", 0.0, ABOVE_0),
     ("lam", 1.5, UNIT),
     ("actor_entropy", -0.1, AT_LEAST_0),
+    ("representation_scale", -0.1, AT_LEAST_0),
+    ("free_nats", -1.0, AT_LEAST_0),
     ("train_ratio", 0.0, ABOVE_0),
     ("batch_length", 0, COUNT),
     ("imag_horizon", 0, COUNT),

@@ -15,6 +15,7 @@ from gymnax.environments import environment, spaces
 
 from ajax import DreamerV3
 from ajax.agents.DreamerV3.networks import Actor, Critic, Latent, WorldModel, features, initial_latent, mode_one_hot
+from ajax.agents.DreamerV3.state import LossScales
 from ajax.agents.DreamerV3.train_DreamerV3 import TrainRatio
 from ajax.distributional import bins_mean, symexp, symlog_bins
 from ajax.environments.row_collector import (
@@ -256,6 +257,20 @@ def test_bad_settings_are_refused_at_construction():
         DreamerV3("CartPole-v1", train_ratio=999 / 997, batch_size=64, batch_length=512, buffer_size=16_000)
     with pytest.raises(ValueError, match="warmup_updates"):
         DreamerV3("CartPole-v1", warmup_updates=-1)
+    with pytest.raises(ValueError, match=r"representation_scale must lie in \[0, inf\)"):
+        DreamerV3("CartPole-v1", representation_scale=-0.1, buffer_size=16_000)
+    with pytest.raises(ValueError, match=r"free_nats must lie in \[0, inf\)"):
+        DreamerV3("CartPole-v1", free_nats=-1.0, buffer_size=16_000)
+
+
+def test_the_kl_terms_default_to_the_references_and_can_be_set():
+    """The reference's `loss_scales.rep: 0.1` and `rssm.free_nats: 1.0` by default; Catch learns only with
+    the representation loss lowered (docs/world_models.md), so both are keywords, and they reach the
+    config the update reads, the other loss scales untouched."""
+    default = DreamerV3("CartPole-v1", buffer_size=16_000).agent_config
+    assert default.scales == LossScales() and default.scales.representation == 0.1 and default.free_nats == 1.0
+    config = DreamerV3("CartPole-v1", buffer_size=16_000, representation_scale=0.0, free_nats=0.5).agent_config
+    assert config.scales == LossScales(representation=0.0) and config.free_nats == 0.5
 
 
 def test_the_model_sizes_are_the_references():

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.base import ActorCritic, run_config, shared_arguments
 from ajax.agents.DreamerV3.networks import SIZES
-from ajax.agents.DreamerV3.state import DreamerV3Config
+from ajax.agents.DreamerV3.state import DreamerV3Config, LossScales
 from ajax.agents.DreamerV3.train_DreamerV3 import make_train
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
@@ -25,7 +25,8 @@ class DreamerV3(ActorCritic):
     (its `dmc_proprio` size), 16 envs, sequences of 16 x 64 rows, train ratio 32 (replayed
     rows per collected row; its `dmc_proprio` preset trains at 1024), LaProp at 4e-5 with
     adaptive gradient clipping at 0.3 and a linear warm-up over `warmup_updates` (1,000), imagination over 15 steps,
-    lambda 0.95, actor entropy 3e-4. `n_timesteps` counts rows, as the reference counts
+    lambda 0.95, actor entropy 3e-4, the representation loss at 0.1 above 1 free nat
+    (`representation_scale`, `free_nats`). `n_timesteps` counts rows, as the reference counts
     steps: an episode of n steps is n + 1 rows. docs/agents.md lists where Ajax departs
     from the reference.
     """
@@ -57,6 +58,8 @@ class DreamerV3(ActorCritic):
         horizon: int = 333,
         lam: float = 0.95,
         actor_entropy: float = 3e-4,
+        representation_scale: float = LossScales.representation,
+        free_nats: float = DreamerV3Config.free_nats,
         episode_length: int | None = None,
         action_repeat: int = 1,
         env_params: Any = None,
@@ -84,7 +87,9 @@ class DreamerV3(ActorCritic):
         require_counts(0, warmup_updates=warmup_updates)
         require_finite_positive(learning_rate=learning_rate, train_ratio=train_ratio)
         require_in_interval("[0, 1]", lam=lam)
-        require_in_interval("[0, inf)", actor_entropy=actor_entropy)
+        require_in_interval(
+            "[0, inf)", actor_entropy=actor_entropy, representation_scale=representation_scale, free_nats=free_nats
+        )
         if horizon < 2:
             raise ValueError(f"horizon={horizon} makes the continue target's discount 1 - 1/horizon zero: use >= 2.")
         if buffer_size % n_envs:
@@ -130,4 +135,6 @@ class DreamerV3(ActorCritic):
             lam=float(lam),
             actor_entropy=float(actor_entropy),
             warmup=warmup_updates,
+            free_nats=float(free_nats),
+            scales=LossScales(representation=float(representation_scale)),
         )
