@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     bar = args.bar if args.bar is not None else check.bar
     settings = dict(check.settings)
     overridable = ("n_envs", "train_ratio", "batch_size", "batch_length", "learning_rate", "warmup_updates")
-    for name in (*overridable, "representation_scale", "free_nats"):
+    for name in (*overridable, "actor_entropy", "representation_scale", "free_nats"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     settings["buffer_size"] = args.buffer_size or -(-n_timesteps // settings["n_envs"]) * settings["n_envs"]
@@ -232,6 +232,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch-length", type=int, default=None, help="trained rows per sequence")
     parser.add_argument("--learning-rate", type=float, default=None, help="default: the agent's (4e-5)")
     parser.add_argument("--warmup-updates", type=int, default=None, help="default: the agent's (1000)")
+    parser.add_argument("--actor-entropy", type=float, default=None, help="default: the agent's (3e-4)")
     parser.add_argument("--representation-scale", type=float, default=None, help="default: the agent's (0.1)")
     parser.add_argument("--free-nats", type=float, default=None, help="default: the agent's (1.0)")
     parser.add_argument("--buffer-size", type=int, default=None, help="rows over all envs (default: the budget)")
