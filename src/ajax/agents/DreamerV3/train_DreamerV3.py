@@ -153,20 +153,8 @@ def make_train(
     ratio = TrainRatio.create(config, n_envs)
     sequence_length = config.batch_length + 1
 
-    def action_input(action: jax.Array) -> jax.Array:
-        """The action as the RSSM reads it: one-hot when discrete."""
-        return action if continuous else jax.nn.one_hot(action, env_args.action_dim)
-
     def policy_carry(n: int) -> tuple[Latent, jax.Array]:
         return initial_latent(size, (n,)), jnp.zeros((n, env_args.action_dim))
-
-    # The RSSM, read as the equations write it -------------------------------------
-    def observe(params: Any, latent: Latent, action: jax.Array, embedding: jax.Array, first: jax.Array, key):
-        """h_t = f(h_{t-1}, z_{t-1}, a_{t-1}), z_t ~ q(z | h_t, e_t); a reset starts from zeros."""
-        return observe_step(model, params, latent, action, embedding, first, lambda logits: sample_one_hot(logits, key))
-
-    def pi(params: Any, latent: Latent) -> distrax.Distribution:
-        return actor.apply(params["actor"], features(latent))
 
     def env_action(action: jax.Array) -> jax.Array:
         return jnp.clip(action, -1.0, 1.0) if continuous else action
@@ -217,9 +205,9 @@ def make_train(
         params = state.actor_state.params
         latent, previous = carry
         embedding = model.apply(params["model"], obs, method=WorldModel.encode)
-        latent, _ = observe(params["model"], latent, previous, embedding, first, latent_key)
-        action = env_action(pi(params, latent).sample(seed=action_key))
-        return action, (latent, action_input(action)), latent
+        latent, _ = observe_sampled(model, params["model"], latent, previous, embedding, first, latent_key)
+        action = env_action(actor.apply(params["actor"], features(latent)).sample(seed=action_key))
+        return action, (latent, rssm_action(actor, action)), latent
 
     def collect(state: DreamerV3State, tick: jax.Array) -> DreamerV3State:
         del tick
@@ -277,7 +265,6 @@ def make_objective(
     the weighted total and (the posterior, the world model's losses per element, the behaviour
     losses, the updated return scale), so each term's gradient can also be taken on its own.
     """
-    continuous = actor.continuous
     # The reference's heads (`symexp_twohot`): bins spaced evenly in symlog space, targets
     # encoded and predictions read between them in the env's own units.
     bins = symexp(symlog_bins(N_BINS))
@@ -290,15 +277,7 @@ def make_objective(
 
     continue_discount = 1.0 - 1.0 / config.horizon
 
-    def action_input(action: jax.Array) -> jax.Array:
-        """The action as the RSSM reads it: one-hot when discrete."""
-        return action if continuous else jax.nn.one_hot(action, actor.action_dim)
-
     # The RSSM, read as the equations write it -------------------------------------
-    def observe(params: Any, latent: Latent, action: jax.Array, embedding: jax.Array, first: jax.Array, key):
-        """h_t = f(h_{t-1}, z_{t-1}, a_{t-1}), z_t ~ q(z | h_t, e_t); a reset starts from zeros."""
-        return observe_step(model, params, latent, action, embedding, first, lambda logits: sample_one_hot(logits, key))
-
     def imagine(params: Any, latent: Latent, action: jax.Array, key: jax.Array) -> Latent:
         """h' = f(h, z, a), z' ~ p(z | h')."""
         deter = model.apply(params, latent, action, method=WorldModel.step)
@@ -318,7 +297,8 @@ def make_objective(
 
         def step(latent: Latent, inputs: tuple[jax.Array, ...]):
             embedding_t, action_t, first_t, key_t = inputs
-            latent, logits = observe(model_params, latent, action_input(action_t), embedding_t, first_t, key_t)
+            action_t = rssm_action(actor, action_t)
+            latent, logits = observe_sampled(model, model_params, latent, action_t, embedding_t, first_t, key_t)
             return latent, (latent, logits)
 
         keys = jax.random.split(key, config.batch_length)
@@ -348,7 +328,7 @@ def make_objective(
         def step(latent: Latent, key: jax.Array):
             action_key, latent_key = jax.random.split(key)
             action = pi(frozen, latent).sample(seed=action_key)
-            return imagine(frozen["model"], latent, action_input(action), latent_key), (latent, action)
+            return imagine(frozen["model"], latent, rssm_action(actor, action), latent_key), (latent, action)
 
         keys = jax.random.split(key, config.imag_horizon + 1)
         last, (states, actions) = jax.lax.scan(step, starts, keys[:-1])
@@ -432,6 +412,24 @@ def replay_returns(imagined_return: jax.Array, rows: Rows, lam: float, discount:
     return lambda_returns(rows.reward.T, 1.0 - rows.is_terminal.T, boot.T, lam, discount, lasts=rows.is_last.T).T
 
 
+def rssm_action(actor: Actor, action: jax.Array) -> jax.Array:
+    """The action as the RSSM reads it: one-hot when discrete (acting, training and evaluation alike)."""
+    return action if actor.continuous else jax.nn.one_hot(action, actor.action_dim)
+
+
+def observe_sampled(
+    model: WorldModel,
+    params: Any,
+    latent: Latent,
+    action: jax.Array,
+    embedding: jax.Array,
+    first: jax.Array,
+    key: jax.Array,
+) -> tuple[Latent, jax.Array]:
+    """h_t = f(h_{t-1}, z_{t-1}, a_{t-1}), z_t ~ q(z | h_t, e_t); a reset starts from zeros."""
+    return observe_step(model, params, latent, action, embedding, first, lambda logits: sample_one_hot(logits, key))
+
+
 def observe_step(
     model: WorldModel,
     params: Any,
@@ -462,7 +460,7 @@ def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: Envi
         latent, _ = observe_step(model, params["model"], latent, previous, embedding, first, mode_one_hot)
         policy = actor.apply(params["actor"], features(latent))
         action = jnp.clip(policy.mode(), -1.0, 1.0) if continuous else policy.mode()
-        previous = action if continuous else jax.nn.one_hot(action, env_args.action_dim)
+        previous = rssm_action(actor, action)
         return action, policy.entropy(), (latent, previous)
 
     def start(state: DreamerV3State, n: int) -> tuple[Latent, jax.Array]:
