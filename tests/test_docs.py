@@ -1,8 +1,10 @@
 """Every code block in README.md and docs/ runs, so no page can drift from the code.
 
 A page's python blocks run in order in one namespace. Markers on a block's first line:
-`# doc: skip (why)` never runs it; `# doc: slow (why)` runs it as written under `-m slow`
-and, in the default suite, with every literal `n_timesteps=` budget cut to
+`# doc: skip (why)` never runs it; `# doc: example examples/<file>.py` never runs it either,
+but the block must be that example's code, which tests/test_examples.py runs;
+`# doc: slow (why)` runs it as written under `-m slow` and, in the default suite, with every
+literal `n_timesteps=` budget cut to
 `CUT_BUDGET` (its output is then not compared); `# doc: heavy (why)`, for a block whose
 program takes minutes even at a cut budget (the paper-size contextual controller), runs
 it with its budgets cut under `-m slow` only, and the default suite only compiles it. An
@@ -45,7 +47,7 @@ class Block:
     @property
     def marker(self) -> str | None:
         first = self.text.lstrip().splitlines()[0] if self.text.strip() else ""
-        match = re.match(r"#\s*doc:\s*(skip|slow|heavy)\b", first)
+        match = re.match(r"#\s*doc:\s*(skip|slow|heavy|example)\b", first)
         return match.group(1) if match else None
 
     @property
@@ -107,7 +109,7 @@ def run_page(blocks: list[Block], full: bool) -> None:
 
 def run_blocks(blocks: list[Block], full: bool, namespace: dict) -> None:
     for block in blocks:
-        if block.language != "python" or block.marker == "skip":
+        if block.language != "python" or block.marker in ("skip", "example"):
             continue
         if block.marker == "heavy" and not full:
             compile(block.text, f"{block.page}:{block.line}", "exec")
@@ -142,6 +144,28 @@ def test_page_runs(page):
 @pytest.mark.parametrize("page", SLOW)
 def test_page_runs_as_written(page):
     run_page(BLOCKS[page], full=True)
+
+
+def example_code(path: Path) -> str:
+    """An example file's code, without the docstring or comment lines that open it."""
+    text = path.read_text()
+    if text.startswith('"""'):
+        text = text[text.index('"""', 3) + 3 :]
+    lines = text.lstrip("\n").splitlines()
+    while lines and lines[0].startswith("#"):
+        lines.pop(0)
+    return "\n".join(lines).strip()
+
+
+EXAMPLE_BLOCKS = [block for blocks in BLOCKS.values() for block in blocks if block.marker == "example"]
+
+
+@pytest.mark.parametrize("block", EXAMPLE_BLOCKS, ids=lambda block: f"{block.page}:{block.line}")
+def test_example_blocks_are_their_files(block):
+    marker, _, code = block.text.lstrip().partition("\n")
+    path = ROOT / marker.split("example", 1)[1].strip()
+    assert path.is_file(), f"{block.where} names {path}, which does not exist"
+    assert code.strip() == example_code(path), f"{block.where} differs from {path.relative_to(ROOT)}"
 
 
 @pytest.mark.parametrize("page", sorted(BLOCKS))
@@ -179,3 +203,9 @@ def test_output_blocks_are_compared_with_ellipsis_lines():
     assert cut_budgets("train(n_timesteps=50_000); train(n_timesteps=10)") == (
         "train(n_timesteps=1000); train(n_timesteps=10)"
     )
+
+
+def test_an_example_block_is_compared_without_the_files_header(tmp_path):
+    example = tmp_path / "demo.py"
+    example.write_text('"""What the demo shows."""\n\n# a comment\nx = 1\nprint(x)\n')
+    assert example_code(example) == "x = 1\nprint(x)"
