@@ -1,10 +1,13 @@
 """The promises the pages make about the code, checked against the code so they cannot drift.
 
 README's citation block, CITATION.cff and pyproject's license agree; LICENSE is MIT's text.
+The architecture page's table of names from the original design names only what exists.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 import tomllib
 from pathlib import Path
@@ -12,6 +15,13 @@ from pathlib import Path
 import yaml  # PyYAML comes with flax, a dependency of Ajax
 
 ROOT = Path(__file__).resolve().parent.parent
+DESIGN_NAMES = {
+    "build_resumable_train",
+    "explore_pipeline",
+    "uniform_steps",
+    "per_seed_update_counts",
+    "maybe_eval_and_log",
+}
 
 
 def readme_citation() -> dict[str, str]:
@@ -45,3 +55,44 @@ def test_license_is_mit_with_the_citation_author():
     assert f"Copyright (c) {cited['year']} {cited['author']}" in text
     assert "Permission is hereby granted, free of charge" in text
     assert "MIT. See [LICENSE](LICENSE)." in (ROOT / "README.md").read_text()
+
+
+def section(page: str, heading: str) -> str:
+    text = (ROOT / page).read_text()
+    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    assert match, f"{page} has no section '## {heading}'"
+    return match.group(1)
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The cells of a markdown table's body rows."""
+    lines = [line for line in text.splitlines() if line.startswith("|")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+
+
+def resolve(module: str, name: str):
+    """`name` (possibly dotted, `TrainLoop.train`) in `module`; AttributeError if it is not there."""
+    value = importlib.import_module(module)
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def test_every_name_replacing_a_design_name_exists():
+    rows = table_rows(section("docs/architecture.md", "Names from the original design"))
+    assert {re.fullmatch(r"`(\w+)`", row[0]).group(1) for row in rows} == DESIGN_NAMES
+    defined = "\n".join(path.read_text() for path in (ROOT / "src" / "ajax").rglob("*.py"))
+    for design, ajax, changed in rows:
+        design = design.strip("`")
+        named = re.findall(r"`([A-Za-z_][\w.]*)` \(`(ajax[\w.]*)`\)", ajax)
+        assert named, f"the row of {design} names no `name` (`module`)"
+        argument = re.match(r"the `(\w+)` argument of", ajax)
+        for name, module in named:
+            value = resolve(module, name)
+            if argument:
+                assert argument.group(1) in inspect.signature(value).parameters, (design, name)
+        for name, module in re.findall(r"`([A-Za-z_][\w.]*)` in `(ajax[\w.]*)`", changed):
+            resolve(module, name)
+        if design not in {name for name, _ in named}:
+            # The design's name is gone: nothing in the package defines it.
+            assert not re.search(rf"\b(def|class) {design}\b|^\s*{design}\s*[:=]", defined, re.M), design
