@@ -2,6 +2,7 @@
 
 README's citation block, CITATION.cff and pyproject's license agree; LICENSE is MIT's text.
 The architecture page's table of names from the original design names only what exists.
+Every page's list of the agents that take `memory=` is the agents whose `supports_memory` is set.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml  # PyYAML comes with flax, a dependency of Ajax
+
+from ajax.agents.registry import AGENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN_NAMES = {
@@ -96,3 +100,37 @@ def test_every_name_replacing_a_design_name_exists():
         if design not in {name for name, _ in named}:
             # The design's name is gone: nothing in the package defines it.
             assert not re.search(rf"\b(def|class) {design}\b|^\s*{design}\s*[:=]", defined, re.M), design
+
+
+# Where each page lists the agents that take `memory=`: the page, and a pattern whose group is the list.
+MEMORY_LISTS = [
+    ("README.md", r"^## Recurrent memory\n\n(.*?) take a memory for their actors"),
+    ("docs/memory.md", r"for you\. (.*?) have it\."),
+    ("docs/architecture.md", r"on an agent without memory \(all but (.*?)\)"),
+    ("docs/agents.md", r"^\| `memory` \| (.*?):"),
+]
+
+
+def memory_agents() -> set[str]:
+    return {name for name, agent in AGENTS.items() if agent.supports_memory}
+
+
+def listed(page: str, pattern: str) -> str:
+    match = re.search(pattern, (ROOT / page).read_text(), re.S | re.M)
+    assert match, f"{page} no longer matches {pattern!r}: update the page or this test's MEMORY_LISTS"
+    return " ".join(match.group(1).split())
+
+
+@pytest.mark.parametrize(("page", "pattern"), MEMORY_LISTS, ids=[page for page, _ in MEMORY_LISTS])
+def test_memory_lists_agree_with_supports_memory(page, pattern):
+    names = re.split(r",\s*|\s+and\s+", listed(page, pattern))
+    assert len(names) == len(set(names)), f"{page} names an agent twice: {names}"
+    assert set(names) == memory_agents(), (
+        f"{page} lists {sorted(names)} as taking memory=; the agents' flags say so of {sorted(memory_agents())}"
+    )
+
+
+def test_memory_page_names_every_agent_that_refuses_memory():
+    paragraph = listed("docs/memory.md", r"^The other agents refuse `memory=` rather than ignore it: (.*?)\n\n")
+    named = {name for name in AGENTS if re.search(rf"\b{name}\b", paragraph)}
+    assert named == set(AGENTS) - memory_agents()
