@@ -3,6 +3,7 @@ run ends, and bad names fail cleanly with exit 2."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import io
@@ -217,6 +218,25 @@ def test_no_subcommand_prints_help(capsys):
     assert main([]) == 0
     out = capsys.readouterr().out
     assert "usage: ajax" in out and "train" in out
+
+
+def test_help_and_the_cli_page_name_the_parsers_subcommands(capsys):
+    """`ajax --help` and docs/cli.md give the number and names of the subcommands the parser has."""
+    parser = cli.build_parser()
+    (commands,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    names = list(commands.choices)
+    number = {2: "two", 3: "three", 4: "four", 5: "five"}[len(names)]
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert re.findall(r"^    (\w+)\s", out, re.M) == names  # the COMMAND listing
+    said = re.search(r"The command has (\w+) subcommands, (.*?)\.", " ".join(out.split()))
+    assert said and said.group(1) == number and re.split(r",\s*|\s+and\s+", said.group(2)) == names, out
+    page = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    said = re.search(r"It has (\w+) subcommands: (.*?)\.", " ".join(page.split()))
+    assert said and said.group(1) == number, "docs/cli.md's count of subcommands"
+    assert [name.strip("`") for name in re.split(r",\s*|\s+and\s+", said.group(2))] == names
+    for name in names:
+        assert re.search(rf"^## `ajax {name}\b", page, re.M), f"docs/cli.md has no section for ajax {name}"
 
 
 def test_a_run_killed_mid_checkpointing_resumes_to_the_uninterrupted_state(tmp_path):

@@ -102,9 +102,12 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `ajax` parser; subcommands keep room for more than `train` without breaking scripts."""
+    """The `ajax` parser: the subcommands `train`, `eval` and `sweep` (whose parser `ajax.sweep_command` adds)."""
     parser = argparse.ArgumentParser(
-        prog="ajax", description="Reinforcement-learning agents whose whole training run is one compiled JAX program."
+        prog="ajax",
+        description="Reinforcement-learning agents whose whole training run is one compiled JAX program. "
+        "The command has three subcommands, train, eval and sweep.",
+        epilog="`ajax COMMAND --help` lists a subcommand's options.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     train = commands.add_parser(
