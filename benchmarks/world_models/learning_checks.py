@@ -202,6 +202,8 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
     ]
     if row["n_timesteps"] != check.timesteps:
         changed.append(f"{row['n_timesteps']:,} rows")
+    if row["seeds"][0] != 0:  # held-out seeds: the table must not read as the same run twice
+        changed.append(f"seeds {row['seeds'][0]}-{row['seeds'][-1]}")
     return {
         "agent": "DreamerV3",
         "env_id": row["check"].split(":", 1)[1],
