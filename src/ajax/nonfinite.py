@@ -19,8 +19,6 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.environments.interaction import Transition
-
 OBSERVATIONS, REWARDS, LOSSES, GRADIENTS, PARAMETERS = 1, 2, 4, 8, 16
 KINDS = {
     OBSERVATIONS: "observations from the env",
@@ -65,8 +63,12 @@ def _any_nonfinite(leaves: Sequence[Any]) -> jax.Array:
 
 
 def env_kinds(experience: Sequence[Any]) -> jax.Array:
-    """The env's bits for whatever Transitions `experience` holds (a step, a rollout, a batch)."""
-    transitions = [leaf for leaf in experience if isinstance(leaf, Transition)]
+    """The env's bits for whatever transitions `experience` holds (a step, a rollout, a batch).
+
+    A transition is recognised by its fields (`obs`, `next_obs`, `reward`), not by its class:
+    the guard sits below the environments that define `Transition` and the row collector's steps.
+    """
+    transitions = [leaf for leaf in experience if all(hasattr(leaf, f) for f in ("obs", "next_obs", "reward"))]
     observations = _any_nonfinite([x for t in transitions for x in (t.obs, t.next_obs)])
     rewards = _any_nonfinite([t.reward for t in transitions])
     return jnp.where(observations, OBSERVATIONS, 0) | jnp.where(rewards, REWARDS, 0)

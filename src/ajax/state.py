@@ -9,16 +9,11 @@ dataclasses passed as static arguments: they fix shapes and Python-level branche
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import jax
 from flax import struct
 from flax.training.train_state import TrainState
-
-from ajax.environments.obs_norm import NormalizationConfig
-
-if TYPE_CHECKING:
-    from ajax.modules.pid_actor import PIDPolicy
 
 
 class LoopTrainState(TrainState):
@@ -79,6 +74,25 @@ ENV_AXIS = "envs"
 
 
 @dataclass(frozen=True)
+class NormalizationConfig:
+    """Which normalisations collection applies; `gamma` is the return's discount for the reward scale.
+
+    Declared here with the other static settings; the statistics and their updates live in
+    `ajax.environments.obs_norm`.
+    """
+
+    observations: bool = False
+    rewards: bool = False
+    gamma: float = 0.99
+    clip_observations: float = 10.0
+    clip_rewards: float = 10.0
+
+    @property
+    def enabled(self) -> bool:
+        return self.observations or self.rewards
+
+
+@dataclass(frozen=True)
 class EnvironmentConfig:
     """The environment an agent trains on, and what its spaces imply."""
 
@@ -98,11 +112,11 @@ class EnvironmentConfig:
 class NetworkConfig:
     """Hidden layers as alternating width and activation strings, e.g. ("64", "tanh", "64", "tanh").
 
-    The actor's may instead be a `PIDPolicy` (`ajax.modules`): the agent builds a PID actor
-    on the PID terms its env then carries.
+    The actor's may instead be a `PIDPolicy` (`ajax.modules.pid_actor`, a layer above this
+    module, hence `Any` here): the agent builds a PID actor on the PID terms its env then carries.
     """
 
-    actor_architecture: tuple[str, ...] | PIDPolicy
+    actor_architecture: tuple[str, ...] | Any
     critic_architecture: tuple[str, ...]
     memory: Any = None  # networks.memory.MemoryConfig: encoder -> memory -> head when set
 

@@ -22,9 +22,61 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
-from ajax.environments.brax_like import step_resetting_when_done
+from ajax.state import ENV_AXIS, SEED_AXIS
 
 __all__ = ["AutoReset", "ClipAction", "InitialStateWrapper", "ObservationMask", "ObservationNoiseWrapper", "Wrapper"]
+
+
+def any_episode_ended(done: jax.Array) -> jax.Array:
+    """True when any copy in any seed ended an episode: one flag for the whole program.
+
+    The flag is summed over the env-copy and seed vmaps, so it is unbatched and `lax.cond`
+    stays a branch instead of becoming a select that computes the reset every step.
+    """
+    count = jnp.any(done).astype(jnp.int32)
+    for axis in (ENV_AXIS, SEED_AXIS):
+        try:
+            count = jax.lax.psum(count, axis)
+        except NameError:  # that vmap is not around this call (a direct call in a test)
+            pass
+    return count > 0
+
+
+def step_resetting_when_done(
+    env: environment.Environment,
+    key: jax.Array,
+    state: Any,
+    action: jax.Array,
+    params: Any,
+    differentiable: bool = False,
+    restart: Callable[[Any], tuple[jax.Array, Any]] | None = None,
+):
+    """gymnax's 1.x step contract (obs, state, reward, terminated, truncated, info) for `env`.
+
+    The reset is computed only on steps where some episode ended, or on every step when
+    `differentiable`; it is `env.reset_env`, or `restart(stepped_state)` when given. `env`
+    is the outermost layer, so a wrapper's changes apply to the reset observation too. With
+    the same key split as gymnax's own `Environment.step`, a gymnax env steps identically.
+    """
+    step_key, reset_key = jax.random.split(key)
+    obs_stepped, stepped, reward, terminated, info = env.step_env(step_key, state, action, params)
+    terminated = jnp.asarray(terminated, bool)
+    truncated = jnp.asarray(env.is_truncated(stepped, params), bool) & ~terminated
+    done = terminated | truncated
+
+    def reset(_: None) -> tuple[jax.Array, Any]:
+        obs_reset, fresh = env.reset_env(reset_key, params) if restart is None else restart(stepped)
+        pick = lambda new, old: jnp.where(done, new, old)  # noqa: E731
+        return jax.tree.map(pick, obs_reset, obs_stepped), jax.tree.map(pick, fresh, stepped)
+
+    if differentiable:
+        obs, next_state = reset(None)
+    else:
+        obs, next_state = jax.lax.cond(any_episode_ended(done), reset, lambda _: (obs_stepped, stepped), None)
+    if isinstance(getattr(next_state, "info", None), dict):  # Brax and Playground states keep it, gymnax's have none
+        next_state = next_state.replace(info={**next_state.info, "final_obs": obs_stepped})
+    info = {**info, "final_observation": obs_stepped}
+    return obs, next_state, jnp.asarray(reward, jnp.float32), terminated, truncated, info
 
 
 class Wrapper(environment.Environment):

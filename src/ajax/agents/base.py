@@ -91,10 +91,18 @@ def checked_seeds(seed: int | Sequence[int]) -> list[int]:
 
 
 def _pid_agents() -> str:
-    """The agents that build a PID actor, by name, for a refusal to point at."""
-    from ajax.agents.registry import AGENTS
+    """The agents that build a PID actor, by name, for a refusal to point at.
 
-    return ", ".join(sorted(name for name, agent in AGENTS.items() if agent.pid_actor_form is not None))
+    Read from ActorCritic's loaded subclasses rather than the registry, which imports every
+    agent and so sits above this module.
+    """
+    found, pending = set(), [ActorCritic]
+    while pending:
+        agent = pending.pop()
+        pending.extend(agent.__subclasses__())
+        if agent.pid_actor_form is not None:
+            found.add(agent.name)
+    return ", ".join(sorted(found))
 
 
 def shared_counters(state: BaseAgentState) -> dict[str, int]:

@@ -17,28 +17,13 @@ size; the count starts at a tiny epsilon so the first batch sets the estimate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ajax.state import NormalizationConfig
+
 EPSILON = 1e-8
-
-
-@dataclass(frozen=True)
-class NormalizationConfig:
-    """Which normalisations collection applies; `gamma` is the return's discount for the reward scale."""
-
-    observations: bool = False
-    rewards: bool = False
-    gamma: float = 0.99
-    clip_observations: float = 10.0
-    clip_rewards: float = 10.0
-
-    @property
-    def enabled(self) -> bool:
-        return self.observations or self.rewards
 
 
 @struct.dataclass
