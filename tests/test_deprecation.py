@@ -1,10 +1,13 @@
-"""warn_inert: one FutureWarning per inert keyword that was set, at the caller's line."""
+"""warn_inert: one FutureWarning per inert keyword that was set, at the caller's line.
+renamed_keywords: an old name refused with the new one.
+"""
 
+import inspect
 import warnings
 
 import pytest
 
-from ajax.deprecation import warn_inert
+from ajax.deprecation import renamed_keywords, warn_inert
 
 
 def constructor(n_epochs=None, bc_loss_type=None, kept=1):
@@ -49,3 +52,25 @@ def test_the_architecture_pages_inert_keywords_warn_as_printed():
         "train's total_timesteps.",
     ]
     assert {w.filename for w in caught if w.category is FutureWarning} == {__file__}
+
+
+def test_a_renamed_keyword_is_refused_with_its_new_name_and_the_signature_kept():
+    @renamed_keywords(old_name="new_name")
+    class Owner:
+        def __init__(self, new_name: int = 1) -> None:
+            self.new_name = new_name
+
+    with pytest.raises(TypeError, match=r"^Owner has no old_name=; it is called new_name: pass new_name=3\.$"):
+        Owner(old_name=3)
+    assert Owner(new_name=2).new_name == 2
+    assert list(inspect.signature(Owner).parameters) == ["new_name"]
+
+
+def test_ppos_num_minibatches_names_n_minibatches():
+    from ajax import PPO
+
+    message = r"^PPO has no num_minibatches=; it is called n_minibatches: pass n_minibatches=4\.$"
+    with pytest.raises(TypeError, match=message):
+        PPO("CartPole-v1", memory="gru", num_minibatches=4)
+    assert "n_minibatches" in inspect.signature(PPO).parameters
+    assert "num_minibatches" not in inspect.signature(PPO).parameters
