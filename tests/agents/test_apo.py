@@ -19,6 +19,7 @@ from ajax.agents.APO.core import (
     reward_rate_update,
 )
 from ajax.networks.actor_critic import CategoricalActor, ValueCritic
+from tests.agents.test_ppo import REACHES, initialised_leaves
 from tests.conftest import last_returns
 from tests.probe_envs import EndlessReward
 
@@ -155,3 +156,13 @@ def test_bad_input():
         APO("Pendulum-v1", actor_learning_rate=-1e-3)
     with pytest.raises(NotImplementedError, match="APO has no recurrent memory"):
         APO("CartPole-v1", memory={"kind": "gru"})
+
+
+@pytest.mark.parametrize("keyword", ["encoder_kernel_init", "actor_bias_init", "critic_bias_init"])
+def test_each_initializer_reaches_exactly_the_parameters_it_names(keyword):
+    assert initialised_leaves(APO, "Pendulum-v1", keyword) == REACHES[keyword]
+
+
+def test_the_means_weights_keep_ppos_default():
+    with pytest.raises(TypeError, match="mean_kernel_init"):
+        APO("Pendulum-v1", mean_kernel_init=jax.nn.initializers.zeros)

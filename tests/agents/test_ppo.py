@@ -6,13 +6,20 @@ by bootstrapping at the limit, the Monte Carlo value 2.63 with a true terminal a
 Calibration of the learning test: docs/agents.md.
 """
 
+import functools
+
+import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from ajax import PPO
 from ajax.agents.PPO.core import approx_kl, clipped_surrogate_loss, generalized_advantages, value_loss
-from ajax.agents.PPO.train_PPO import make_networks
+from ajax.agents.PPO.PPO import checked_initializers
+from ajax.agents.PPO.train_PPO import ProximalActorCritic, make_networks
+from ajax.modules.pid_actor import PIDPolicy
+from ajax.networks.memory import MemoryConfig
 from tests.conftest import first_seed, last_returns
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward, TerminalTwin
 
@@ -125,3 +132,63 @@ def test_ppo_learns_cartpole():
 def test_batch_size_that_does_not_divide_the_rollout():
     with pytest.raises(ValueError, match=r"batch_size=100 does not divide .* = 256 transitions"):
         PPO("CartPole-v1", n_envs=2, n_steps=128, batch_size=100)
+
+
+TINY = ("8", "tanh", "8", "tanh")
+HIDDEN_KERNELS = {f"{net}/MLP_0/Dense_{i}/kernel" for net in ("actor", "critic") for i in (0, 1)}
+# What each initialiser keyword starts, as network/module/parameter: the rest keep their defaults.
+REACHES = {
+    "encoder_kernel_init": HIDDEN_KERNELS,
+    "actor_bias_init": {"actor/Dense_0/bias"},
+    "critic_bias_init": {"critic/Dense_0/bias"},
+    "mean_kernel_init": {"actor/Dense_0/kernel"},
+}
+
+
+@functools.cache
+def fresh_params(agent_class, env, **initializers) -> dict:
+    """The fresh actor's and critic's parameters of a tiny agent (seed 0), by network/module/parameter."""
+    agent = agent_class(env, actor_architecture=TINY, critic_architecture=TINY, n_steps=64, **initializers)
+    args = (agent.env_args, agent.network_args, agent.actor_optimizer_args, agent.critic_optimizer_args)
+    state = ProximalActorCritic(*args, agent.agent_config, agent.extensions).init(jax.random.PRNGKey(0))
+    networks = {"actor": state.actor_state.params["params"], "critic": state.critic_state.params["params"]}
+    return {
+        f"{net}/{jax.tree_util.keystr(path, simple=True, separator='/')}": np.asarray(leaf)
+        for net, params in networks.items()
+        for path, leaf in jax.tree.leaves_with_path(params)
+    }
+
+
+def initialised_leaves(agent_class, env: str, keyword: str, **settings) -> set[str]:
+    """The parameters `keyword=constant(0.125)` changes; each must then hold 0.125 throughout."""
+    default = fresh_params(agent_class, env, **settings)
+    given = fresh_params(agent_class, env, **settings, **{keyword: nn.initializers.constant(0.125)})
+    changed = {path for path in default if not np.array_equal(default[path], given[path])}
+    assert all(np.all(given[path] == 0.125) for path in changed), keyword
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("env", "keyword"),
+    [("Pendulum-v1", keyword) for keyword in REACHES]
+    + [("CartPole-v1", keyword) for keyword in REACHES if keyword != "mean_kernel_init"],
+)
+def test_each_initializer_reaches_exactly_the_parameters_it_names(env, keyword):
+    assert initialised_leaves(PPO, env, keyword) == REACHES[keyword]
+
+
+def test_with_memory_the_encoder_kernels_are_the_encoders_before_the_memory():
+    memory = MemoryConfig("gru", 8)
+    encoders = {f"{net}/encoder/Dense_{i}/kernel" for net in ("actor", "critic") for i in (0, 1)}
+    assert initialised_leaves(PPO, "CartPole-v1", "encoder_kernel_init", memory=memory) == encoders
+    assert initialised_leaves(PPO, "CartPole-v1", "actor_bias_init", memory=memory) == {"actor/head/Dense_0/bias"}
+
+
+def test_an_initializer_that_nothing_would_take_is_refused():
+    with pytest.raises(TypeError, match="encoder_kernel_init takes a flax initialiser.* got 'orthogonal'"):
+        PPO("CartPole-v1", encoder_kernel_init="orthogonal")
+    with pytest.raises(ValueError, match="mean_kernel_init starts a Gaussian actor's mean, and CartPole-v1's"):
+        PPO("CartPole-v1", mean_kernel_init=nn.initializers.zeros)
+    env_args = PPO("Pendulum-v1").env_args
+    with pytest.raises(ValueError, match="A PID actor starts from its gains .*, not from actor_bias_init"):
+        checked_initializers(env_args, PIDPolicy(), actor_bias_init=nn.initializers.zeros)

@@ -24,10 +24,12 @@ class CategoricalActor(nn.Module):
     n_actions: int
     hidden_init: Callable = orthogonal(np.sqrt(2))
     head_init: Callable = orthogonal(0.01)
+    head_bias_init: Callable = nn.initializers.zeros
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> distrax.Distribution:
-        logits = nn.Dense(self.n_actions, kernel_init=self.head_init)(MLP(self.architecture, self.hidden_init)(obs))
+        head = nn.Dense(self.n_actions, kernel_init=self.head_init, bias_init=self.head_bias_init)
+        logits = head(MLP(self.architecture, self.hidden_init)(obs))
         return distrax.Categorical(logits=logits)
 
 
@@ -38,10 +40,12 @@ class GaussianActor(nn.Module):
     action_dim: int
     hidden_init: Callable = orthogonal(np.sqrt(2))
     head_init: Callable = orthogonal(0.01)
+    head_bias_init: Callable = nn.initializers.zeros
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> distrax.Distribution:
-        mean = nn.Dense(self.action_dim, kernel_init=self.head_init)(MLP(self.architecture, self.hidden_init)(obs))
+        head = nn.Dense(self.action_dim, kernel_init=self.head_init, bias_init=self.head_bias_init)
+        mean = head(MLP(self.architecture, self.hidden_init)(obs))
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         return distrax.MultivariateNormalDiag(mean, jnp.exp(jnp.broadcast_to(log_std, mean.shape)))
 
@@ -102,11 +106,12 @@ class ValueCritic(nn.Module):
 
     architecture: tuple[str, ...]
     hidden_init: Callable = orthogonal(np.sqrt(2))
+    head_bias_init: Callable = nn.initializers.zeros
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         hidden = MLP(self.architecture, self.hidden_init)(obs)
-        return nn.Dense(1, kernel_init=orthogonal(1.0))(hidden).squeeze(-1)
+        return nn.Dense(1, kernel_init=orthogonal(1.0), bias_init=self.head_bias_init)(hidden).squeeze(-1)
 
 
 class QCritic(nn.Module):

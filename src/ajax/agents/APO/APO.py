@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 from ajax.agents.APO.state import APOConfig
 from ajax.agents.APO.train_APO import make_train
 from ajax.agents.base import ActorCritic, expert_in_agent_units, field_names, run_config, shared_arguments
-from ajax.agents.PPO.PPO import check_clipped_epochs
+from ajax.agents.PPO.PPO import check_clipped_epochs, checked_initializers
+from ajax.agents.PPO.state import Initializer
 from ajax.agents.PPO.train_PPO import Minibatch
 from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
@@ -23,8 +24,9 @@ class APO(ActorCritic):
     No discount: the critic learns the differential value of r - rho, with rho (the state's
     `average_reward`) averaging the rollouts' mean rewards with step `average_reward_step`
     (0.1), and the penalty `nu` (E[V])^2 (nu = 0.1) keeping its level from drifting. Other
-    defaults are PPO's. docs/agents.md has the paper, Ajax's choices and the calibrated
-    result.
+    defaults are PPO's, its initialisers too (`encoder_kernel_init`, `actor_bias_init`,
+    `critic_bias_init`; the mean's weights keep PPO's default). docs/agents.md has the
+    paper, Ajax's choices and the calibrated result.
     """
 
     name: ClassVar[str] = "APO"
@@ -74,6 +76,9 @@ class APO(ActorCritic):
         expert_policy: Callable[..., Any] | None = None,
         extensions: Sequence[Extension] = (),
         memory: Any = None,
+        encoder_kernel_init: Initializer | None = None,
+        actor_bias_init: Initializer | None = None,
+        critic_bias_init: Initializer | None = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
@@ -86,6 +91,18 @@ class APO(ActorCritic):
         settings = {
             f.name: self.config[f.name]
             for f in fields(APOConfig)
-            if f.name not in ("gamma", "expert", "bptt_length", "n_minibatches")
+            if f.name not in ("gamma", "expert", "bptt_length", "n_minibatches", "initializers")
         }
-        self.agent_config = APOConfig(gamma=1.0, expert=expert_in_agent_units(expert_policy, self.env_args), **settings)
+        initializers = checked_initializers(
+            self.env_args,
+            actor_architecture,
+            encoder_kernel_init=encoder_kernel_init,
+            actor_bias_init=actor_bias_init,
+            critic_bias_init=critic_bias_init,
+        )
+        self.agent_config = APOConfig(
+            gamma=1.0,
+            expert=expert_in_agent_units(expert_policy, self.env_args),
+            initializers=initializers,
+            **settings,
+        )

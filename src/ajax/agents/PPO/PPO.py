@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
-from ajax.agents.PPO.state import PPOConfig
+from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.checks import require_counts, require_in_interval
 from ajax.deprecation import renamed_keywords
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule, check_schedule
+from ajax.state import EnvironmentConfig
 
 
 def check_clipped_epochs(
@@ -72,6 +73,32 @@ def checked_recurrent_minibatches(
     return int(n_minibatches)
 
 
+def checked_initializers(
+    env_args: EnvironmentConfig, actor_architecture: Sequence[str] | PIDPolicy, **initializers: Initializer | None
+) -> ProximalInitializers:
+    """PPO's and APO's initialisers, refusing one that is no function or that no parameter would take.
+
+    The mean's layer exists only on a Gaussian actor of layer strings, and a PID actor has
+    no output layer of its own: it starts from its gains.
+    """
+    for name, init in initializers.items():
+        if init is not None and not callable(init):
+            raise TypeError(
+                f"{name} takes a flax initialiser, a function of (key, shape, dtype), e.g. "
+                f"flax.linen.initializers.zeros or ajax.networks.initializers.orthogonal(1.0); got {init!r}."
+            )
+    if initializers.get("mean_kernel_init") is not None and not env_args.continuous:
+        raise ValueError(
+            f"mean_kernel_init starts a Gaussian actor's mean, and {env_args.env.name}'s actions are discrete (a "
+            "softmax actor). Drop mean_kernel_init."
+        )
+    if isinstance(actor_architecture, PIDPolicy):
+        for name in ("actor_bias_init", "mean_kernel_init"):
+            if initializers.get(name) is not None:
+                raise ValueError(f"A PID actor starts from its gains (PIDPolicy), not from {name}. Drop {name}.")
+    return ProximalInitializers(**initializers)
+
+
 # The README's first pages called the recurrent minibatch count num_minibatches; PQN's and PPO's is n_minibatches.
 @renamed_keywords(num_minibatches="n_minibatches")
 class PPO(ActorCritic):
@@ -82,8 +109,10 @@ class PPO(ActorCritic):
     at 0.5, advantages normalised per minibatch; separate actor and critic networks and
     optimisers. `memory=` (a MemoryConfig or its dict) makes both networks recurrent,
     trained by BPTT over whole rollouts or `bptt_length`-step sequences (batch_size then
-    unused: `n_minibatches` splits the sequences). docs/agents.md has the paper, Ajax's
-    choices and the calibrated result; docs/memory.md the recurrent mode.
+    unused: `n_minibatches` splits the sequences). `encoder_kernel_init`, `actor_bias_init`,
+    `critic_bias_init` and `mean_kernel_init` replace initialisers (`ProximalInitializers`).
+    docs/agents.md has the paper, Ajax's choices and the calibrated result; docs/memory.md
+    the recurrent mode.
     """
 
     name: ClassVar[str] = "PPO"
@@ -133,6 +162,10 @@ class PPO(ActorCritic):
         memory: Any = None,
         bptt_length: int | None = None,
         n_minibatches: int = 1,
+        encoder_kernel_init: Initializer | None = None,
+        actor_bias_init: Initializer | None = None,
+        critic_bias_init: Initializer | None = None,
+        mean_kernel_init: Initializer | None = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
@@ -151,4 +184,12 @@ class PPO(ActorCritic):
             normalize_advantage=normalize_advantage,
             bptt_length=checked_bptt_length(bptt_length, n_steps, self.network_args.memory),
             n_minibatches=checked_recurrent_minibatches(n_minibatches, n_envs, n_steps, bptt_length, memory),
+            initializers=checked_initializers(
+                self.env_args,
+                actor_architecture,
+                encoder_kernel_init=encoder_kernel_init,
+                actor_bias_init=actor_bias_init,
+                critic_bias_init=critic_bias_init,
+                mean_kernel_init=mean_kernel_init,
+            ),
         )

@@ -31,7 +31,7 @@ from ajax.agents.PPO.core import (
     normalize,
     value_loss,
 )
-from ajax.agents.PPO.state import PPOConfig
+from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.recurrent import NETWORKS, EvalMemory
 from ajax.environments.interaction import Transition, init_collector
 from ajax.evaluate import EvalPolicy, PolicyCarry
@@ -89,28 +89,42 @@ class Minibatch:
     carries: Any = None
 
 
-def make_networks(env_args: EnvironmentConfig, network_args: NetworkConfig):
+def make_networks(
+    env_args: EnvironmentConfig, network_args: NetworkConfig, initializers: ProximalInitializers | None = None
+):
     """The actor and the critic; with memory, each is encoder -> memory -> its feed-forward head.
 
     A `PIDPolicy` architecture makes the actor a Gaussian PID (`ajax.modules.pid_actor`), never with memory.
+    `initializers` replace the networks' defaults where set; an initialiser left at None is
+    not passed, so the default runs exactly as it did without it.
     """
+    initializers = initializers or ProximalInitializers()
     memory = network_args.memory
+    hidden = given(hidden_init=initializers.encoder_kernel_init)
+    critic_head = given(head_bias_init=initializers.critic_bias_init)
     if isinstance(network_args.actor_architecture, PIDPolicy):
         actor = pid_actor(network_args.actor_architecture, env_args, "gaussian")
-        return actor, ValueCritic(network_args.critic_architecture)
+        return actor, ValueCritic(network_args.critic_architecture, **hidden, **critic_head)
     actor_layers = () if memory is not None else network_args.actor_architecture
+    actor_head = given(head_bias_init=initializers.actor_bias_init)
     if env_args.continuous:
-        actor = GaussianActor(actor_layers, env_args.action_dim)
+        mean = given(head_init=initializers.mean_kernel_init)
+        actor = GaussianActor(actor_layers, env_args.action_dim, **hidden, **actor_head, **mean)
     else:
-        actor = CategoricalActor(actor_layers, env_args.action_dim)
-    critic = ValueCritic(() if memory is not None else network_args.critic_architecture)
+        actor = CategoricalActor(actor_layers, env_args.action_dim, **hidden, **actor_head)
+    critic = ValueCritic(() if memory is not None else network_args.critic_architecture, **hidden, **critic_head)
     if memory is None:
         return actor, critic
-    hidden_init = orthogonal(np.sqrt(2))
+    hidden_init = initializers.encoder_kernel_init or orthogonal(np.sqrt(2))
     return (
         Recurrent(network_args.actor_architecture, memory, actor, hidden_init),
         Recurrent(network_args.critic_architecture, memory, critic, hidden_init),
     )
+
+
+def given(**initializers: Initializer | None) -> dict[str, Initializer]:
+    """The initialisers that are set, for a module's keywords: an unset one leaves the module's default."""
+    return {name: init for name, init in initializers.items() if init is not None}
 
 
 def sequences(x: jax.Array, length: int) -> jax.Array:
@@ -155,7 +169,7 @@ class ProximalActorCritic:
 
     @property
     def networks(self) -> tuple[nn.Module, nn.Module]:
-        return make_networks(self.env_args, self.network_args)
+        return make_networks(self.env_args, self.network_args, self.config.initializers)
 
     @property
     def memory(self) -> MemoryConfig | None:
