@@ -71,6 +71,6 @@ def test_ppos_num_minibatches_names_n_minibatches():
 
     message = r"^PPO has no num_minibatches=; it is called n_minibatches: pass n_minibatches=4\.$"
     with pytest.raises(TypeError, match=message):
-        PPO("CartPole-v1", memory="gru", num_minibatches=4)
+        PPO("CartPole-v1", num_minibatches=4)
     assert "n_minibatches" in inspect.signature(PPO).parameters
     assert "num_minibatches" not in inspect.signature(PPO).parameters
