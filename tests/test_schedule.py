@@ -1,9 +1,23 @@
-"""Schedules: a constant or a function of the timestep, read with `at`."""
+"""Schedules: a number or a function of a step count, read with `at` (coefficients) or by optax (learning rates).
 
+Each kind by its values, and against optax's own where optax has one; then as learning
+rates: called with the optimiser's update count from 0, and one short PPO run per two
+kinds (actor and critic rate, the clip range beside them), two compiled programs in all.
+"""
+
+import jax
+import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
-from ajax.schedule import at, linear
+from ajax import PPO
+from ajax.networks.optim import make_optimizer
+from ajax.schedule import at, constant, exponential, linear, polynomial
+from ajax.state import OptimizerConfig
+from tests.conftest import first_seed
+
+STEPS = jnp.array([0, 25, 50, 100, 200])
 
 
 def test_linear_schedule():
@@ -11,3 +25,86 @@ def test_linear_schedule():
     np.testing.assert_allclose([at(ramp, t) for t in (0, 50, 100, 200)], [1.0, 0.5, 0.0, 0.0], atol=1e-6)
     assert float(at(0.3, 7)) == pytest.approx(0.3)
     assert hash(linear(1.0, 0.0, 100)) == hash(ramp)
+
+
+def test_constant_schedule():
+    np.testing.assert_array_equal(at(constant(0.3), STEPS), np.full(5, np.float32(0.3)))
+    assert float(at(constant(0.3), 7)) == float(at(0.3, 7))
+    assert hash(constant(0.3)) == hash(constant(0.3))
+
+
+def test_exponential_schedule():
+    decay = exponential(1.0, 0.5, 50)  # halved every 50 steps
+    np.testing.assert_allclose(at(decay, STEPS), [1.0, 0.5**0.5, 0.5, 0.25, 0.0625], rtol=1e-6)
+    reference = optax.exponential_decay(1.0, transition_steps=50, decay_rate=0.5)
+    np.testing.assert_allclose(at(decay, STEPS), reference(STEPS), rtol=1e-6)
+    assert hash(exponential(1.0, 0.5, 50)) == hash(decay)
+
+
+def test_polynomial_schedule():
+    square = polynomial(1.0, 0.2, 100, power=2.0)
+    # 0.2 + 0.8 (1 - t/100)^2: 1, 0.65, 0.4, then 0.2 at the end and after.
+    np.testing.assert_allclose(at(square, STEPS), [1.0, 0.65, 0.4, 0.2, 0.2], rtol=1e-6)
+    reference = optax.polynomial_schedule(1.0, 0.2, power=2.0, transition_steps=100)
+    np.testing.assert_allclose(at(square, STEPS), reference(STEPS), rtol=1e-6)
+    np.testing.assert_allclose(at(polynomial(1.0, 0.0, 100), STEPS), at(linear(1.0, 0.0, 100), STEPS), atol=1e-7)
+    assert hash(polynomial(1.0, 0.2, 100, 2.0)) == hash(square)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [constant(1e-2), linear(1e-2, 1e-3, 3), exponential(1e-2, 0.5, 1), polynomial(1e-2, 1e-3, 3, power=2.0)],
+    ids=lambda schedule: type(schedule).__name__,
+)
+def test_a_learning_rate_schedule_reads_the_optimisers_update_count(schedule):
+    """Adam's k-th step on a constant gradient moves each parameter by the rate at k, counted from 0."""
+    optimizer = make_optimizer(OptimizerConfig(schedule))
+    params = {"w": jnp.zeros(3)}
+    opt_state = optimizer.init(params)
+    for k in range(4):
+        updates, opt_state = optimizer.update({"w": jnp.ones(3)}, opt_state, params)
+        np.testing.assert_allclose(updates["w"], -at(schedule, k), rtol=1e-4)
+
+
+def test_a_constant_schedule_steps_as_the_number_does():
+    gradients = jax.random.normal(jax.random.PRNGKey(0), (5, 3))
+    moves = []
+    for rate in (3e-4, constant(3e-4)):
+        optimizer = make_optimizer(OptimizerConfig(rate, max_grad_norm=0.5))
+        params, opt_state = jnp.ones(3), optimizer.init(jnp.ones(3))
+        for gradient in gradients:
+            updates, opt_state = optimizer.update(gradient, opt_state, params)
+            params = optax.apply_updates(params, updates)
+        moves.append(params)
+    np.testing.assert_array_equal(*moves)
+
+
+@pytest.mark.parametrize(
+    ("actor_rate", "critic_rate", "clip_range"),
+    [
+        (constant(3e-3), exponential(3e-3, 0.5, 8), exponential(0.3, 0.5, 64)),
+        (polynomial(3e-3, 1e-4, 8, power=2.0), linear(3e-3, 1e-4, 8), polynomial(0.3, 0.1, 64)),
+    ],
+    ids=["constant-exponential", "polynomial-linear"],
+)
+def test_ppo_trains_with_each_kind_of_schedule_as_its_learning_rates(actor_rate, critic_rate, clip_range):
+    tiny = ("8", "tanh")
+    agent = PPO(
+        "CartPole-v1",
+        n_envs=2,
+        n_steps=16,
+        batch_size=16,
+        n_epochs=2,
+        actor_architecture=tiny,
+        critic_architecture=tiny,
+        actor_learning_rate=actor_rate,
+        critic_learning_rate=critic_rate,
+        clip_range=clip_range,
+    )
+    state = first_seed(agent.train(seed=0, n_timesteps=64)[0])
+    # Each rollout of 32 transitions: 2 epochs of 2 minibatches, so 4 updates of each network.
+    rollouts = int(state.collector_state.timestep) // 32
+    for network in (state.actor_state, state.critic_state):
+        counts = {int(count) for _, count in optax.tree_utils.tree_get_all_with_path(network.opt_state, "count")}
+        assert counts == {4 * rollouts}, counts
+        assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(network.params))

@@ -1,7 +1,14 @@
-"""Hyperparameters that may vary with the timestep.
+"""Hyperparameters that may vary over a run: `constant`, `linear`, `exponential`, `polynomial`.
 
-A `Schedule` is either a constant or a function of the environment timestep. Agents read
-one with `at(schedule, timestep)`, so a constant costs nothing and a ramp is traced once.
+A `Schedule` is either a number or a function of a step count. Two counts drive them. A
+coefficient (PPO's and APO's `clip_range`, TD3's `exploration_noise`) reads the environment
+timestep, with `at(schedule, timestep)`, so a number costs nothing and a ramp is traced
+once. A learning rate (`actor_learning_rate`, `critic_learning_rate`) is handed to optax,
+which calls it with its optimiser's count of updates: the gradient steps that network has
+taken, kept in the optimiser's state and so continued by a resumed run.
+
+Each schedule here is a frozen dataclass rather than a closure, so two equal schedules hash
+alike and an agent holding one stays a valid static argument.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+
+from ajax.checks import in_interval
 
 Schedule = float | Callable[[jax.Array], jax.Array]
 
@@ -23,12 +32,18 @@ def at(schedule: Schedule, timestep: jax.Array) -> jax.Array:
 
 
 @dataclass(frozen=True)
-class linear:  # noqa: N801 - used like a function: linear(start, end, steps)
-    """A ramp from `start` to `end` over `steps` timesteps, then constant at `end`.
+class constant:  # noqa: N801 - used like a function: constant(value)
+    """`value` at every step: a number in the form of a schedule, for code that composes schedules."""
 
-    A frozen dataclass rather than a closure, so two equal ramps hash alike and an agent
-    holding one stays a valid static argument.
-    """
+    value: float
+
+    def __call__(self, step: jax.Array) -> jax.Array:
+        return jnp.full(jnp.shape(step), self.value, jnp.float32)
+
+
+@dataclass(frozen=True)
+class linear:  # noqa: N801 - used like a function: linear(start, end, steps)
+    """A ramp from `start` to `end` over `steps` steps, then constant at `end`."""
 
     start: float
     end: float
@@ -37,6 +52,40 @@ class linear:  # noqa: N801 - used like a function: linear(start, end, steps)
     def __call__(self, timestep: jax.Array) -> jax.Array:
         fraction = jnp.clip(jnp.asarray(timestep, jnp.float32) / max(self.steps, 1), 0.0, 1.0)
         return self.start + fraction * (self.end - self.start)
+
+
+@dataclass(frozen=True)
+class exponential:  # noqa: N801 - used like a function: exponential(start, rate, steps)
+    """`start * rate ** (step / steps)`: multiplied by `rate` every `steps` steps, smoothly in between.
+
+    A rate below 1 decays towards 0 without reaching it, above 1 grows without bound: for a
+    floor or a ceiling, see `polynomial`, which ends at its `end`.
+    """
+
+    start: float
+    rate: float
+    steps: int
+
+    def __call__(self, step: jax.Array) -> jax.Array:
+        return self.start * self.rate ** (jnp.asarray(step, jnp.float32) / max(self.steps, 1))
+
+
+@dataclass(frozen=True)
+class polynomial:  # noqa: N801 - used like a function: polynomial(start, end, steps, power)
+    """`end + (start - end) * (1 - step / steps) ** power` for `steps` steps, then constant at `end`.
+
+    optax's polynomial schedule: `power` 1 is `linear`; above 1 it leaves `start` fast and
+    settles slowly on `end`, below 1 the other way round.
+    """
+
+    start: float
+    end: float
+    steps: int
+    power: float = 1.0
+
+    def __call__(self, step: jax.Array) -> jax.Array:
+        remaining = 1.0 - jnp.clip(jnp.asarray(step, jnp.float32) / max(self.steps, 1), 0.0, 1.0)
+        return self.end + (self.start - self.end) * remaining**self.power
 
 
 @dataclass(frozen=True)
@@ -59,6 +108,16 @@ class warmup_cosine:  # noqa: N801 - used like a function: warmup_cosine(peak, w
         floor = self.final_fraction * self.peak
         falling = floor + (self.peak - floor) * 0.5 * (1.0 + jnp.cos(jnp.pi * progress))
         return jnp.where(step < self.warmup, rising, falling)
+
+
+def check_learning_rate(**rates: Schedule) -> None:
+    """Refuse a learning rate that is neither a finite number above 0 nor a schedule, naming it.
+
+    A schedule is called by optax with the optimiser's update count; its values are its author's to check.
+    """
+    for name, rate in rates.items():
+        if not callable(rate) and not in_interval("(0, inf)", rate):
+            raise ValueError(f"{name} must be a finite number above 0 or a schedule of the update count, got {rate!r}.")
 
 
 def check_schedule(name: str, schedule: Schedule, *, minimum: float = 0.0) -> None:

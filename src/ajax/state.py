@@ -8,6 +8,7 @@ dataclasses passed as static arguments: they fix shapes and Python-level branche
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -123,9 +124,13 @@ class NetworkConfig:
 
 @dataclass(frozen=True)
 class OptimizerConfig:
-    """One optimiser per trained network; `max_grad_norm=None` leaves gradients unclipped."""
+    """One optimiser per trained network; `max_grad_norm=None` leaves gradients unclipped.
 
-    learning_rate: float
+    `learning_rate` is a number or a schedule (`ajax.schedule`), which optax calls with the
+    optimiser's count of updates.
+    """
+
+    learning_rate: float | Callable[[jax.Array], jax.Array]
     max_grad_norm: float | None = None
     b1: float = 0.9
     b2: float = 0.999

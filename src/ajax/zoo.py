@@ -169,7 +169,7 @@ def _ppo(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
 
 TRANSLATIONS = {"DQN": _dqn, "SAC": _sac, "TD3": _td3, "PPO": _ppo}
 
-ANNEALED_RATE = "learning_rate lin_{x}: held at {x} (Ajax's learning rates are constant)"
+ANNEALED_RATE = "learning_rate lin_{x}: held at {x} (the preset keeps the Zoo's rate constant)"
 NO_GSDE = "use_sde: Ajax's PPO explores with a state-independent Gaussian noise, not gSDE"
 
 PRESETS: Mapping[tuple[str, str], Preset] = MappingProxyType(

@@ -24,7 +24,7 @@ from ajax.logging.wandb_logging import LoggingConfig
 from ajax.modules import PIDPolicy
 from ajax.networks.actor_critic import DeterministicActor
 from ajax.networks.memory import MemoryConfig
-from ajax.schedule import warmup_cosine
+from ajax.schedule import linear, warmup_cosine
 from ajax.wrappers import InitialStateWrapper
 from tests.conftest import assert_split_through_checkpoint_equals_one_call
 from tests.probe_envs import EndlessReward, ProbeParams
@@ -98,6 +98,8 @@ def test_an_env_without_differentiable_transitions_and_bad_settings_are_refused(
         APG("Pendulum-v1", lr_schedule="cosine")
     with pytest.raises(ValueError, match="pass lr_schedule='warmup_cosine' with it"):
         APG("Pendulum-v1", warmup_updates=10)
+    with pytest.raises(ValueError, match="lr_schedule='warmup_cosine' schedules actor_learning_rate from its peak"):
+        APG("Pendulum-v1", lr_schedule="warmup_cosine", actor_learning_rate=linear(1e-3, 0.0, 100))
     with pytest.raises(ValueError, match="weight_decay must lie in"):
         APG("Pendulum-v1", weight_decay=-1.0)
     expert = lambda obs: jnp.zeros(obs.shape[:-1] + (1,))  # noqa: E731

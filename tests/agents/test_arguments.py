@@ -57,6 +57,7 @@ NAN, INF = float("nan"), float("inf")
 COUNT = "be a positive integer"
 COUNT_FROM_0 = "be an integer >= 0"
 ABOVE_0 = "be a finite number above 0"
+RATE = "be a finite number above 0 or a schedule of the update count"
 AT_LEAST_0 = r"lie in \[0, inf\)"
 UNIT = r"lie in \[0, 1\]"
 UNIT_ABOVE_0 = r"lie in \(0, 1\]"
@@ -73,8 +74,9 @@ MISTAKES = [
     ("episode_length", 200.0, COUNT),
     ("action_repeat", 0, COUNT),
     ("action_repeat", True, COUNT),
-    ("actor_learning_rate", INF, ABOVE_0),
-    ("critic_learning_rate", -1e-3, ABOVE_0),
+    ("actor_learning_rate", INF, RATE),
+    ("actor_learning_rate", True, RATE),
+    ("critic_learning_rate", -1e-3, RATE),
     ("learning_rate", NAN, ABOVE_0),
     ("learning_rate", True, ABOVE_0),
     ("max_grad_norm", -1.0, ABOVE_0),

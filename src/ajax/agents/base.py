@@ -34,6 +34,7 @@ from ajax.logging.worker import recording, write_rows
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
+from ajax.schedule import Schedule, check_learning_rate
 from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
@@ -223,8 +224,8 @@ class ActorCritic:
         env_id: str | Any,
         *,
         n_envs: int,
-        actor_learning_rate: float,
-        critic_learning_rate: float,
+        actor_learning_rate: Schedule,
+        critic_learning_rate: Schedule,
         actor_architecture: Sequence[str] | PIDPolicy,
         critic_architecture: Sequence[str],
         max_grad_norm: float | None,
@@ -265,7 +266,7 @@ class ActorCritic:
         parse_architecture(critic_architecture)
         memory = MemoryConfig.of(memory)
         self.network_args = NetworkConfig(actor_architecture, tuple(map(str, critic_architecture)), memory=memory)
-        require_finite_positive(actor_learning_rate=actor_learning_rate, critic_learning_rate=critic_learning_rate)
+        check_learning_rate(actor_learning_rate=actor_learning_rate, critic_learning_rate=critic_learning_rate)
         if max_grad_norm is not None:
             require_finite_positive(max_grad_norm=max_grad_norm)
         self.actor_optimizer_args = OptimizerConfig(actor_learning_rate, max_grad_norm)

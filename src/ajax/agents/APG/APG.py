@@ -15,6 +15,7 @@ from ajax.environments.system_class import SystemClass, SystemClassWrapper
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
+from ajax.schedule import Schedule
 
 LR_SCHEDULES = (None, "warmup_cosine")
 
@@ -60,7 +61,7 @@ class APG(ActorCritic):
         self,
         env_id: str | Any,
         n_envs: int = 16,
-        actor_learning_rate: float = 1e-4,
+        actor_learning_rate: Schedule = 1e-4,
         actor_architecture: Sequence[str] | PIDPolicy = ("32", "silu", "32", "silu", "32", "silu", "32", "silu"),
         horizon: int = 32,
         max_grad_norm: float | None = 1.0,
@@ -90,6 +91,11 @@ class APG(ActorCritic):
             require_counts(0, warmup_updates=warmup_updates)
         if lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}.")
+        if lr_schedule is not None and callable(actor_learning_rate):
+            raise ValueError(
+                f"lr_schedule={lr_schedule!r} schedules actor_learning_rate from its peak: give the peak as a number, "
+                f"or drop lr_schedule and keep the schedule {actor_learning_rate!r}."
+            )
         if warmup_updates != 0 and lr_schedule is None:
             raise ValueError("warmup_updates warms the learning rate up: pass lr_schedule='warmup_cosine' with it.")
         if not (isinstance(betas, tuple | list) and len(betas) == 2 and all(in_interval("[0, 1)", b) for b in betas)):

@@ -14,6 +14,7 @@ from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.extensions.ibrl import IBRLTargets
 from ajax.modules.pid_actor import PIDPolicy
+from ajax.schedule import Schedule
 
 
 class ASAC(SAC):
@@ -36,8 +37,8 @@ class ASAC(SAC):
         self,
         env_id: str | Any,
         n_envs: int = 1,
-        actor_learning_rate: float = 3e-4,
-        critic_learning_rate: float = 3e-4,
+        actor_learning_rate: Schedule = 3e-4,
+        critic_learning_rate: Schedule = 3e-4,
         alpha_learning_rate: float = 3e-4,
         theta_learning_rate: float = 1e-2,
         actor_architecture: Sequence[str] | PIDPolicy = ("256", "relu", "256", "relu"),

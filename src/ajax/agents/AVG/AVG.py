@@ -12,6 +12,7 @@ from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, sha
 from ajax.checks import require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
+from ajax.schedule import Schedule
 
 
 class AVG(ActorCritic):
@@ -42,8 +43,8 @@ class AVG(ActorCritic):
         self,
         env_id: str | Any,
         n_envs: int = 1,
-        actor_learning_rate: float = 6.3e-3,
-        critic_learning_rate: float = 8.7e-3,
+        actor_learning_rate: Schedule = 6.3e-3,
+        critic_learning_rate: Schedule = 8.7e-3,
         actor_architecture: Sequence[str] | PIDPolicy = ("256", "leaky_relu", "256", "leaky_relu"),
         critic_architecture: Sequence[str] = ("256", "leaky_relu", "256", "leaky_relu"),
         gamma: float = 0.99,

@@ -11,6 +11,7 @@ from ajax.agents.IQL.train_IQL import make_train
 from ajax.buffers.dataset import Dataset, check_dataset
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
+from ajax.schedule import Schedule
 from ajax.state import OptimizerConfig
 
 
@@ -46,8 +47,8 @@ class IQL(ActorCritic):
         self,
         env_id: str | Any,
         dataset: Dataset | None = None,
-        actor_learning_rate: float = 3e-4,
-        critic_learning_rate: float = 3e-4,
+        actor_learning_rate: Schedule = 3e-4,
+        critic_learning_rate: Schedule = 3e-4,
         value_learning_rate: float = 3e-4,
         actor_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
         critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),

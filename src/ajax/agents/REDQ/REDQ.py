@@ -13,6 +13,7 @@ from ajax.agents.SAC.SAC import SEQUENCE_DEFAULTS
 from ajax.checks import require_counts
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
+from ajax.schedule import Schedule
 
 
 class REDQ(SAC):
@@ -32,8 +33,8 @@ class REDQ(SAC):
         self,
         env_id: str | Any,
         n_envs: int = 1,
-        actor_learning_rate: float = 3e-4,
-        critic_learning_rate: float = 3e-4,
+        actor_learning_rate: Schedule = 3e-4,
+        critic_learning_rate: Schedule = 3e-4,
         alpha_learning_rate: float = 3e-4,
         actor_architecture: Sequence[str] | PIDPolicy = ("256", "relu", "256", "relu"),
         critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),

@@ -15,6 +15,7 @@ from ajax.checks import require_counts, require_finite_positive, require_in_inte
 from ajax.deprecation import warn_inert
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
+from ajax.schedule import Schedule
 
 SEQUENCE_DEFAULTS = (16, 8)  # (sequence_length, burn_in): R2D2's burn-in of half a sequence
 
@@ -60,8 +61,8 @@ class SAC(ActorCritic):
         self,
         env_id: str | Any,
         n_envs: int = 1,
-        actor_learning_rate: float = 3e-4,
-        critic_learning_rate: float = 3e-4,
+        actor_learning_rate: Schedule = 3e-4,
+        critic_learning_rate: Schedule = 3e-4,
         alpha_learning_rate: float = 3e-4,
         actor_architecture: Sequence[str] | PIDPolicy = ("256", "relu", "256", "relu"),
         critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
