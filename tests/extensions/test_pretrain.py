@@ -26,7 +26,7 @@ from ajax.environments.create import prepare_env
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import Extension
 from ajax.extensions.expert import ImitationLoss
-from ajax.extensions.pretrain import CloningPretrain
+from ajax.extensions.pretrain import CloningPretrain, with_initial_head
 from ajax.state import SEED_AXIS, LoopTrainState
 from tests.conftest import first_seed, pd_expert, smooth_expert
 
@@ -73,14 +73,15 @@ IMITATION = ImitationLoss(pd_expert, weight=2.5)
 
 @pytest.fixture(scope="module")
 def fresh():
-    """agent class -> (the agent, its fresh run's state before the cloning, and after): built once each.
+    """agent class (and a CloningPretrain other than CLONES') -> (the agent, its fresh run's state before
+    the cloning, and after): built once each.
 
     One program yields both states (seed 0): the fresh state's actor is the one a plain agent starts from.
     """
 
     @functools.cache
-    def build(agent_class):
-        extensions = (KeepsTheFreshActor(), CLONES[agent_class], IMITATION)
+    def build(agent_class, clone=None):
+        extensions = (KeepsTheFreshActor(), clone or CLONES[agent_class], IMITATION)
         agent = agent_class("Pendulum-v1", actor_architecture=TINY, critic_architecture=TINY, extensions=extensions)
         one_seed = agent.get_make_train()(run=RunSettings(0, 0, 0))
         fresh_state = jax.jit(jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS))
@@ -141,6 +142,39 @@ def test_imitation_loss_adds_its_weighted_term_to_every_replay_actor_loss(fresh,
     assert float(metrics["imitation/loss"]) == pytest.approx(float(by_hand), rel=1e-5)
 
 
+def layers(state) -> dict:
+    """The actor's parameters by layer (MLP_0, Dense_0, log_std, ...)."""
+    return state.actor_state.params["params"]
+
+
+def same(a, b) -> bool:
+    return all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b)))
+
+
+def test_reset_actor_head_keeps_the_cloned_hidden_layers_and_the_initial_output_layers(fresh, held_out):
+    reset = CloningPretrain(smooth_expert, n_steps=1_000, epochs=60, batch_size=100, reset_actor_head=True)
+    _, plain, cloned = fresh(SAC, reset)
+    _, _, fully_cloned = fresh(SAC)
+    assert same(layers(cloned)["Dense_0"], layers(plain)["Dense_0"])  # the mean's layer
+    assert same(layers(cloned)["Dense_1"], layers(plain)["Dense_1"])  # the log-std's layer
+    assert same(layers(cloned)["MLP_0"], layers(fully_cloned)["MLP_0"])  # the same cloning beneath them
+    assert not same(layers(cloned)["MLP_0"], layers(plain)["MLP_0"])
+
+
+@pytest.mark.parametrize(("agent_class", "log_std"), [(SAC, "Dense_1"), (APO, "log_std")], ids=["SAC", "APO"])
+def test_the_cloning_leaves_the_log_std_as_it_started(fresh, agent_class, log_std):
+    """The cloning fits the actor's mode, which no log-std parameter moves: no reset of them is needed."""
+    _, plain, cloned = fresh(agent_class)
+    assert same(layers(cloned)[log_std], layers(plain)[log_std])
+    assert not same(layers(cloned)["Dense_0"], layers(plain)["Dense_0"])
+
+
+def test_an_actor_without_an_output_layer_is_not_reset():
+    pid_gains = {"params": {"log_std": jnp.zeros(1), "pid": {"gains": {"K_P": jnp.ones((1, 1))}}}}
+    with pytest.raises(ValueError, match="resets the actor's output layer, and this actor has none"):
+        with_initial_head(pid_gains, pid_gains)
+
+
 def test_cloning_pretrain_refuses_what_it_cannot_serve():
     with pytest.raises(ValueError, match="CloningPretrain clones continuous actions"):
         PPO("CartPole-v1", extensions=(CloningPretrain(lambda obs: jnp.zeros(obs.shape[0], jnp.int32)),))
@@ -148,3 +182,5 @@ def test_cloning_pretrain_refuses_what_it_cannot_serve():
         CloningPretrain()
     with pytest.raises(ValueError, match="n_steps, epochs and batch_size"):
         CloningPretrain(pd_expert, n_steps=0)
+    with pytest.raises(ValueError, match="reset_actor_head must be True or False, got 'yes'"):
+        CloningPretrain(pd_expert, reset_actor_head="yes")

@@ -28,6 +28,17 @@ def cloning_loss(actor_state: LoopTrainState, params: Any, obs: jax.Array, exper
     return jnp.mean(jnp.sum(jnp.square(action - jax.lax.stop_gradient(expert_action)), axis=-1))
 
 
+def output_layers(params: Any) -> tuple[str, ...]:
+    """The names of an actor's output layers in its parameters: the dense layers at its top.
+
+    Every feed-forward actor lays out its parameters alike: the hidden layers under `MLP_0`,
+    the output layers beside it (`Dense_0` the mean or the action, a squashed Gaussian's
+    `Dense_1` its log-std head), a state-independent log-std as `log_std`. A PID actor has
+    none: its gains map the errors to the action.
+    """
+    return tuple(name for name in params["params"] if name.startswith("Dense_"))
+
+
 def fit(
     actor_state: LoopTrainState, obs: jax.Array, expert_action: jax.Array, key: jax.Array, epochs: int, batch_size: int
 ) -> tuple[LoopTrainState, jax.Array]:

@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.cloning import fit
+from ajax.agents.cloning import fit, output_layers
 from ajax.buffers.dataset import expert_transitions
 from ajax.extensions.base import ExtensionContext
 from ajax.extensions.expert import ExpertExtension
@@ -24,12 +24,17 @@ class CloningPretrain(ExpertExtension):
     learning rate. It runs once, in fresh runs (the loop's pretrain fold); a resumed state
     already holds the cloned actor. The last loss is kept as this extension's state and
     reported at every evaluation as `pretrain/cloning_loss`.
+
+    `reset_actor_head` puts the actor's output layers back to their initial parameters after
+    the cloning, so training starts from the features the expert taught the hidden layers
+    and a fresh map from them to actions. The optimiser keeps its state from the cloning.
     """
 
     expert: Any = None
     n_steps: int = 1_000
     epochs: int = 1
     batch_size: int = 256
+    reset_actor_head: bool = False
 
     def __post_init__(self) -> None:
         if self.expert is None:
@@ -38,6 +43,10 @@ class CloningPretrain(ExpertExtension):
             raise ValueError(
                 f"CloningPretrain needs n_steps, epochs and batch_size >= 1; got {self.n_steps}, {self.epochs}, "
                 f"{self.batch_size}."
+            )
+        if not isinstance(self.reset_actor_head, bool):
+            raise ValueError(
+                f"CloningPretrain's reset_actor_head must be True or False, got {self.reset_actor_head!r}."
             )
 
     def init_state(self, ctx: ExtensionContext, agent_state: Any) -> jax.Array:
@@ -49,8 +58,23 @@ class CloningPretrain(ExpertExtension):
         transitions = expert_transitions(rollout_key, self.env, self.expert, ticks)
         obs = transitions.obs.reshape(-1, transitions.obs.shape[-1])
         expert_action = transitions.action.reshape(obs.shape[0], -1)
+        initial = agent_state.actor_state.params
         actor_state, loss = fit(agent_state.actor_state, obs, expert_action, fit_key, self.epochs, self.batch_size)
+        if self.reset_actor_head:
+            actor_state = actor_state.replace(params=with_initial_head(actor_state.params, initial))
         return agent_state.replace(actor_state=actor_state), loss
 
     def eval_metrics(self, ctx: ExtensionContext, agent_state: Any, ext_state: jax.Array) -> dict[str, jax.Array]:
         return {"pretrain/cloning_loss": ext_state}
+
+
+def with_initial_head(params: Any, initial: Any) -> Any:
+    """`params` with the actor's output layers taken from `initial`; refused for an actor without one."""
+    heads = output_layers(initial)
+    if not heads:
+        raise ValueError(
+            "CloningPretrain(reset_actor_head=True) resets the actor's output layer, and this actor has none (a PID "
+            "actor's gains map the errors to the action). Drop reset_actor_head."
+        )
+    layers = {**params["params"], **{name: initial["params"][name] for name in heads}}
+    return {**params, "params": layers}
