@@ -39,6 +39,19 @@ def linear_decay(step: jax.Array, total_steps: int, start: float, fraction: floa
     return start * jnp.clip(1.0 - step / end, 0.0, 1.0)
 
 
+def follow_expert(
+    key: jax.Array, probability: jax.Array, expert_action: jax.Array, action: jax.Array, noise: float
+) -> jax.Array:
+    """Each env copy's `action` replaced, with `probability`, by the expert's plus N(0, noise^2), clipped to [-1, 1].
+
+    EDGE's rule, and SAC's expert-guided exploration's (`ajax.agents.SAC.action_pipeline`) with no noise.
+    """
+    coin_key, noise_key = jax.random.split(key)
+    follow = jax.random.uniform(coin_key, action.shape[:1]) < probability
+    expert = expert_action + noise * jax.random.normal(noise_key, action.shape)
+    return jnp.where(follow[:, None], jnp.clip(expert, -1.0, 1.0), action)
+
+
 @dataclass(frozen=True)
 class ResidualPolicy(ExpertExtension):
     """The agent learns a correction on top of the expert (Silver et al. 2018, arXiv:1812.06298).
@@ -134,10 +147,7 @@ class EDGEExploration(ExpertExtension):
         return linear_decay(ctx.step, ctx.total_steps, self.epsilon, self.decay_fraction)
 
     def action(self, ctx: ExtensionContext, agent_state: Any, ext_state: Any, obs: jax.Array, action: jax.Array):
-        coin_key, noise_key = jax.random.split(ctx.rng)
-        follow = jax.random.uniform(coin_key, action.shape[:1]) < self.probability(ctx)
-        expert = self.expert_action(agent_state, obs) + self.noise * jax.random.normal(noise_key, action.shape)
-        return jnp.where(follow[:, None], jnp.clip(expert, -1.0, 1.0), action)
+        return follow_expert(ctx.rng, self.probability(ctx), self.expert_action(agent_state, obs), action, self.noise)
 
     def eval_metrics(self, ctx: ExtensionContext, agent_state: Any, ext_state: Any) -> dict[str, jax.Array]:
         return {"edge/epsilon": self.probability(ctx)}

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training, refuse_with_memory
+from ajax.agents.SAC.action_pipeline import ActionPipelineConfig, checked_action_pipeline
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
@@ -29,7 +30,8 @@ class SAC(ActorCritic):
     explores with gSDE (noise scales from `log_std_init`, redrawn every round of `train_freq`).
     `expert_policy=` and `expert_buffer_n_steps` bring in an expert. `memory=` makes the actor
     and the critics recurrent, trained on replayed sequences of `sequence_length` steps after
-    `burn_in` (docs/memory.md). docs/agents.md has the paper, Ajax's choices and the
+    `burn_in` (docs/memory.md). `action_pipeline=` (`make_action_pipeline`) changes how collection
+    acts, e.g. expert-guided exploration. docs/agents.md has the paper, Ajax's choices and the
     calibrated results.
     """
 
@@ -91,6 +93,7 @@ class SAC(ActorCritic):
         sequence_length: int = SEQUENCE_DEFAULTS[0],
         burn_in: int = SEQUENCE_DEFAULTS[1],
         stored_state: bool = False,
+        action_pipeline: ActionPipelineConfig | None = None,
         jsrl_curriculum: bool | None = None,
     ) -> None:
         warn_inert(
@@ -146,6 +149,7 @@ class SAC(ActorCritic):
             use_sde=bool(use_sde),
             log_std_init=float(log_std_init),
             sequences=sequences,
+            action_pipeline=checked_action_pipeline(self.name, action_pipeline, self.env_args, memory),
         )
         if sequences is None:
             ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch

@@ -10,6 +10,7 @@ from flax import struct
 
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import SequenceTraining
+from ajax.agents.SAC.action_pipeline import ActionPipelineConfig
 from ajax.environments.utils import ExpertInAgentUnits, StatefulExpert
 from ajax.state import BaseAgentState, LoopTrainState
 
@@ -46,6 +47,8 @@ class SACConfig:
     log_std_init: float = field(default=-3.0, kw_only=True)
     # with memory=: the sequence replay's sizes, and the reader the updates go through
     sequences: SequenceTraining | None = field(default=None, kw_only=True)
+    # action_pipeline=, bound to the env and memory; None (SAC's descendants): the default for the memory
+    action_pipeline: ActionPipelineConfig | None = field(default=None, kw_only=True)
 
 
 def checked_expert_buffer(expert_policy: Any, n_steps: int, buffer_size: int) -> int:

@@ -27,9 +27,10 @@ from ajax.agents.recurrent import (
     example_inputs,
     recurrent_collector,
     recurrent_evaluation,
-    recurrent_pipeline,
     with_memory,
 )
+from ajax.agents.SAC.action_pipeline import ActionPipelineConfig
+from ajax.agents.SAC.action_pipeline import make_action_pipeline as make_action_pipeline  # the README imports it here
 from ajax.agents.SAC.core import SquashedGaussianActor, polyak, soft_actor_step, soft_q_target, temperature_step
 from ajax.agents.SAC.state import SACConfig, SoftACState
 from ajax.buffers import ReplayBuffer
@@ -38,7 +39,6 @@ from ajax.environments.interaction import (
     ActionPipeline,
     Transition,
     collect_experience,
-    explore_pipeline,
     init_collector,
     sample_policy,
 )
@@ -303,31 +303,30 @@ class SoftActorCritic:
 
     @property
     def pipeline(self) -> ActionPipeline:
-        """Sample from the policy (uniform actions before learning_starts), then the action phase.
+        """SAC's action pipeline (`ajax.agents.SAC.action_pipeline`) around a sample of the policy.
 
         With gSDE the sample is the policy's mean pushed by the round's exploration matrices.
+        Guidance without its own horizon decays over the run's, to which the extensions are bound.
         """
-        learning_starts = self.config.learning_starts
-        warmup = lambda state: state.collector_state.timestep < learning_starts  # noqa: E731
-        if self.memory is not None:
-            return recurrent_pipeline(
-                self.actor, sample_policy, self.env_args, warmup, self.config.sequences.stored_state
-            )
+        pipeline = self.config.action_pipeline
+        if pipeline is None:  # SAC's descendants: the default
+            pipeline = ActionPipelineConfig(recurrent=self.memory is not None, env_args=self.env_args)
         if self.config.use_sde:
             policy = lambda state, obs: (self.policy(state, obs), state.exploration_noise)  # noqa: E731
             sample = lambda pi_and_noise, key, step: pi_and_noise[0].explore(pi_and_noise[1])  # noqa: E731
         else:
             policy, sample = self.policy, sample_policy
-        explore = explore_pipeline(sample, policy, self.env_args, warmup=warmup, expert=self.config.expert)
-        if not self.extensions.folds("action"):
-            return explore
-
-        def act(state: SoftACState, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, Any, jax.Array]:
-            action, extras = explore(state, obs, key)
-            executed, stored = self.extensions.fold_action(state, obs, action)
-            return stored, extras, executed
-
-        return act
+        sequences = self.config.sequences
+        return pipeline.build(
+            self.actor,
+            policy,
+            sample,
+            self.config.learning_starts,
+            self.extensions.total_steps,
+            stored_state=sequences is not None and sequences.stored_state,
+            warmup_expert=self.config.expert,
+            extensions=self.extensions,
+        )
 
     def loop(self, run: RunSettings, init: Callable, update: Callable, value: Callable[[jax.Array], jax.Array] | None):
         """The shared off-policy loop around `update`, storing every step in the replay; `value`

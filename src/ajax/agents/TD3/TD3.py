@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training
+from ajax.agents.SAC.action_pipeline import ActionPipelineConfig, checked_action_pipeline
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
@@ -26,8 +27,9 @@ class TD3(ActorCritic):
     step 10,000, tau 0.005, policy delay 2, target noise 0.2 clipped at 0.5, Gaussian
     exploration noise 0.1 (a Schedule), all in [-1, 1] action units. `memory=` makes the
     actor and the critics recurrent, trained on replayed sequences of `sequence_length`
-    steps after `burn_in` (docs/memory.md). docs/agents.md has the paper, Ajax's choices
-    and the calibrated result.
+    steps after `burn_in` (docs/memory.md). `action_pipeline=` takes SAC's
+    (`ajax.agents.SAC.action_pipeline`: expert-guided exploration around TD3's own noise).
+    docs/agents.md has the paper, Ajax's choices and the calibrated result.
     """
 
     name: ClassVar[str] = "TD3"
@@ -80,6 +82,7 @@ class TD3(ActorCritic):
         sequence_length: int = SEQUENCE_DEFAULTS[0],
         burn_in: int = SEQUENCE_DEFAULTS[1],
         stored_state: bool = False,
+        action_pipeline: ActionPipelineConfig | None = None,
     ) -> None:
         self.config = run_config(locals(), self.name)
         super().__init__(**shared_arguments(self.config))
@@ -88,8 +91,9 @@ class TD3(ActorCritic):
         require_in_interval("(0, 1]", tau=tau)
         require_in_interval("[0, inf)", target_policy_noise=target_policy_noise, target_noise_clip=target_noise_clip)
         check_schedule("exploration_noise", exploration_noise)
+        memory = self.network_args.memory
         sequences = checked_sequence_training(
-            self.network_args.memory,
+            memory,
             sequence_length,
             burn_in,
             stored_state,
@@ -114,4 +118,5 @@ class TD3(ActorCritic):
             schedule=UpdateSchedule(train_freq, gradient_steps),
             expert=expert_in_agent_units(expert_policy, self.env_args),
             sequences=sequences,
+            action_pipeline=checked_action_pipeline(self.name, action_pipeline, self.env_args, memory),
         )

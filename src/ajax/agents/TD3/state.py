@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import SequenceTraining
+from ajax.agents.SAC.action_pipeline import ActionPipelineConfig
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.schedule import Schedule
 
@@ -25,3 +26,5 @@ class TD3Config:
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # expert_policy=, evaluated beside
     # with memory=: the sequence replay's sizes, and the reader the update goes through
     sequences: SequenceTraining | None = field(default=None, kw_only=True)
+    # action_pipeline=, bound to the env and memory (the default without one)
+    action_pipeline: ActionPipelineConfig = field(kw_only=True)

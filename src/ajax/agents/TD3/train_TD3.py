@@ -17,7 +17,6 @@ from ajax.agents.recurrent import (
     example_inputs,
     recurrent_collector,
     recurrent_evaluation,
-    recurrent_pipeline,
     with_memory,
 )
 from ajax.agents.SAC.core import polyak
@@ -25,7 +24,7 @@ from ajax.agents.TD3.core import clipped_double_q_target, deterministic_policy_l
 from ajax.agents.TD3.state import TD3Config
 from ajax.buffers import ReplayBuffer
 from ajax.buffers.sequence import SequenceReplay
-from ajax.environments.interaction import Transition, explore_pipeline, gaussian_exploration, init_collector
+from ajax.environments.interaction import Transition, gaussian_exploration, init_collector
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
@@ -160,13 +159,18 @@ def make_train(
     def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
         return jnp.min(critic.apply(state.critic_state.params, obs, action), axis=0)
 
-    warmup = lambda state: state.collector_state.timestep < config.learning_starts  # noqa: E731
     explore = gaussian_exploration(config.exploration_noise)
+    pipeline = config.action_pipeline.build(
+        actor,
+        policy,
+        explore,
+        config.learning_starts,
+        run.total_timesteps,
+        stored_state=memory is not None and config.sequences.stored_state,
+    )
     if memory is None:
-        pipeline = explore_pipeline(explore, policy, env_args, warmup=warmup)
         evaluation = EvalPolicy(greedy, value, config.gamma, expert=config.expert)
     else:
-        pipeline = recurrent_pipeline(actor, explore, env_args, warmup, config.sequences.stored_state)
         deterministic = lambda action: (action, jnp.zeros(action.shape[:-1]))  # noqa: E731
         minimum = lambda q: jnp.min(q, axis=0)  # noqa: E731
         evaluation = recurrent_evaluation(actor, critic, memory, deterministic, minimum, config.gamma, config.expert)
