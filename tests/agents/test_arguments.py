@@ -5,7 +5,8 @@ least one row for each numeric argument of every agent: counts that are not inte
 bool included) or too small, rates, norms and scales that are not finite and positive,
 coefficients below 0 or NaN, fractions and discounts outside their interval; each message
 names the argument, the value and what is accepted. Then an env class instead of an
-instance, another env's params, and seeds that are not distinct integers in [0, 2**32).
+instance, another env's params, an action pipeline made for another env or memory, and
+seeds that are not distinct integers in [0, 2**32).
 Then what is checked by tracing: an expert's answer against the action space, a custom
 env's observations against its declared space, and a resumed state against the agent's own.
 """
@@ -23,9 +24,11 @@ from gymnax.environments.classic_control import CartPole
 
 from ajax.agents.loop import RunSettings
 from ajax.agents.registry import AGENTS
+from ajax.agents.SAC.train_SAC import make_action_pipeline
 from ajax.buffers import collect_dataset
-from ajax.environments.create import make_env
+from ajax.environments.create import make_env, prepare_env
 from ajax.extensions.expert import ImitationLoss
+from ajax.networks.memory import MemoryConfig
 from tests.conftest import cartpole_expert, pd_expert, pendulum_multitask_dataset
 from tests.probe_envs import BestAction
 
@@ -195,6 +198,8 @@ MISTAKES = [
     ("num_q", 0, COUNT),
     ("task_dim", 0, COUNT),
     ("task_dim", 8.0, COUNT),
+    # SAC's action pipeline, which TD3 takes too
+    ("action_pipeline", "guided", r"be an ActionPipelineConfig from make_action_pipeline\(\.\.\.\)"),
 ]
 CASES = [
     pytest.param(name, argument, value, accepted, id=f"{name}-{argument}={value!r}")
@@ -239,6 +244,21 @@ def test_an_env_class_or_another_envs_params_is_refused(name):
     if not AGENTS[name].continuous:
         with pytest.raises(TypeError, match="pass an instance, e.g. CartPole()"):
             AGENTS[name](CartPole, **required(name))
+
+
+@pytest.mark.parametrize("name", ["SAC", "TD3"])
+def test_an_action_pipeline_for_another_env_or_memory_is_refused(name):
+    other_env = make_action_pipeline(env_args=prepare_env("MountainCarContinuous-v0"))
+    with pytest.raises(
+        ValueError, match=f"made for MountainCarContinuous-v0 .*, but this {name} trains on Pendulum-v1"
+    ):
+        AGENTS[name]("Pendulum-v1", action_pipeline=other_env)
+    with pytest.raises(ValueError, match="recurrent=True: it acts from the actor's memory, which this"):
+        AGENTS[name]("Pendulum-v1", action_pipeline=make_action_pipeline(recurrent=True))
+    with pytest.raises(ValueError, match="has memory= and acts from its actor's memory, but action_pipeline has"):
+        AGENTS[name](
+            "Pendulum-v1", memory=MemoryConfig(kind="gru", hidden_size=8), action_pipeline=make_action_pipeline()
+        )
 
 
 @pytest.mark.parametrize(

@@ -76,6 +76,7 @@ class ASAC(SAC):
                 jsrl_curriculum=None,
                 use_sde=False,
                 log_std_init=-3.0,
+                action_pipeline=None,
             )
         )
         self.config = config

@@ -73,7 +73,13 @@ class REDQ(SAC):
             )
         super().__init__(
             **shared_arguments(
-                config, SAC.__init__, expert_buffer_n_steps=0, jsrl_curriculum=None, use_sde=False, log_std_init=-3.0
+                config,
+                SAC.__init__,
+                expert_buffer_n_steps=0,
+                jsrl_curriculum=None,
+                use_sde=False,
+                log_std_init=-3.0,
+                action_pipeline=None,
             )
         )
         self.config = config

@@ -47,8 +47,8 @@ class SACConfig:
     log_std_init: float = field(default=-3.0, kw_only=True)
     # with memory=: the sequence replay's sizes, and the reader the updates go through
     sequences: SequenceTraining | None = field(default=None, kw_only=True)
-    # action_pipeline=, bound to the env and memory; None (SAC's descendants): the default for the memory
-    action_pipeline: ActionPipelineConfig | None = field(default=None, kw_only=True)
+    # action_pipeline=, bound to the env and memory (the default without one; ASAC's and REDQ's always)
+    action_pipeline: ActionPipelineConfig = field(kw_only=True)
 
 
 def checked_expert_buffer(expert_policy: Any, n_steps: int, buffer_size: int) -> int:

@@ -29,7 +29,6 @@ from ajax.agents.recurrent import (
     recurrent_evaluation,
     with_memory,
 )
-from ajax.agents.SAC.action_pipeline import ActionPipelineConfig
 from ajax.agents.SAC.action_pipeline import make_action_pipeline as make_action_pipeline  # the README imports it here
 from ajax.agents.SAC.core import SquashedGaussianActor, polyak, soft_actor_step, soft_q_target, temperature_step
 from ajax.agents.SAC.state import SACConfig, SoftACState
@@ -308,16 +307,13 @@ class SoftActorCritic:
         With gSDE the sample is the policy's mean pushed by the round's exploration matrices.
         Guidance without its own horizon decays over the run's, to which the extensions are bound.
         """
-        pipeline = self.config.action_pipeline
-        if pipeline is None:  # SAC's descendants: the default
-            pipeline = ActionPipelineConfig(recurrent=self.memory is not None, env_args=self.env_args)
         if self.config.use_sde:
             policy = lambda state, obs: (self.policy(state, obs), state.exploration_noise)  # noqa: E731
             sample = lambda pi_and_noise, key, step: pi_and_noise[0].explore(pi_and_noise[1])  # noqa: E731
         else:
             policy, sample = self.policy, sample_policy
         sequences = self.config.sequences
-        return pipeline.build(
+        return self.config.action_pipeline.build(
             self.actor,
             policy,
             sample,
