@@ -74,6 +74,46 @@ class ActionPipelineConfig:
     use_expert_guided_exploration: bool = False
     total_timesteps: int | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse what no agent could honour, whether made by `make_action_pipeline` or directly."""
+        guided, expert, env_args = self.use_expert_guided_exploration, self.expert_policy, self.env_args
+        if not isinstance(self.recurrent, bool) or not isinstance(guided, bool):
+            raise ValueError(
+                f"recurrent and use_expert_guided_exploration must be True or False, got {self.recurrent!r} and "
+                f"{guided!r}."
+            )
+        if env_args is not None and not isinstance(env_args, EnvironmentConfig):
+            raise TypeError(
+                f"env_args is an EnvironmentConfig (agent.env_args, or prepare_env('Pendulum-v1')), got "
+                f"{type(env_args).__name__}."
+            )
+        if env_args is not None and not env_args.continuous:
+            raise ValueError(
+                f"The action pipeline acts in a continuous action space (SAC, TD3), but {_environment(env_args)[0]} is "
+                "discrete. Make it with the env_args of a Box-action env."
+            )
+        if self.recurrent and expert is not None:
+            raise ValueError(
+                "A recurrent action pipeline takes no expert: an expert taking steps over assumes a feed-forward "
+                "policy, as every expert feature with memory= does. Drop expert_policy, or make it with "
+                "recurrent=False."
+            )
+        if guided != (expert is not None):
+            raise ValueError(
+                "expert_policy and use_expert_guided_exploration=True go together: expert-guided exploration lets "
+                "expert_policy take steps over. Pass both, or neither (an agent's own expert_policy= takes its "
+                "warm-up steps)."
+            )
+        if self.total_timesteps is not None:
+            if not guided:
+                raise ValueError(
+                    "total_timesteps sets the horizon over which expert-guided exploration decays: pass "
+                    "use_expert_guided_exploration=True with it, or drop it."
+                )
+            require_counts(total_timesteps=self.total_timesteps)
+        if expert is not None:
+            require_stateless(expert.expert if isinstance(expert, ExpertInAgentUnits) else expert, "Expert guidance")
+
     def bind(self, agent: str, env_args: EnvironmentConfig, memory: MemoryConfig | None) -> ActionPipelineConfig:
         """This pipeline for an agent's env and memory, refused where they disagree; the expert read in agent units."""
         if self.env_args is not None and _environment(self.env_args) != _environment(env_args):
@@ -123,7 +163,7 @@ class ActionPipelineConfig:
             return recurrent_pipeline(actor, explore, env_args, warmup, stored_state)
         draw = explore_pipeline(explore, policy, env_args, warmup=warmup, expert=warmup_expert)
         if self.use_expert_guided_exploration:
-            draw = self.guided(draw, horizon)
+            draw = self._guided(draw, horizon)
         if extensions is None or not extensions.folds("action"):
             return draw
 
@@ -134,7 +174,7 @@ class ActionPipelineConfig:
 
         return act
 
-    def guided(self, draw: ActionPipeline, horizon: int) -> ActionPipeline:
+    def _guided(self, draw: ActionPipeline, horizon: int) -> ActionPipeline:
         """`draw`, each env copy's action replaced by the expert's with probability 1 - t / T, T the decay's horizon."""
         decay_horizon = horizon if self.total_timesteps is None else self.total_timesteps
         expert = self.expert_policy
@@ -168,45 +208,10 @@ def make_action_pipeline(
     answer is checked there now, and an agent on another env refuses the pipeline. Called
     with no argument it is the agents' default.
     """
-    if not isinstance(recurrent, bool) or not isinstance(use_expert_guided_exploration, bool):
-        raise ValueError(
-            "recurrent and use_expert_guided_exploration must be True or False, got "
-            f"{recurrent!r} and {use_expert_guided_exploration!r}."
-        )
-    if env_args is not None and not isinstance(env_args, EnvironmentConfig):
-        raise TypeError(
-            f"env_args is an EnvironmentConfig (agent.env_args, or prepare_env('Pendulum-v1')), got "
-            f"{type(env_args).__name__}."
-        )
-    if env_args is not None and not env_args.continuous:
-        raise ValueError(
-            f"The action pipeline acts in a continuous action space (SAC, TD3), but {_environment(env_args)[0]} is "
-            "discrete. Make it with the env_args of a Box-action env."
-        )
-    if recurrent and expert_policy is not None:
-        raise ValueError(
-            "A recurrent action pipeline takes no expert: an expert taking steps over assumes a feed-forward "
-            "policy, as every expert feature with memory= does. Drop expert_policy, or make it with recurrent=False."
-        )
-    if use_expert_guided_exploration != (expert_policy is not None):
-        raise ValueError(
-            "expert_policy and use_expert_guided_exploration=True go together: expert-guided exploration lets "
-            "expert_policy take steps over. Pass both, or neither (an agent's own expert_policy= takes its "
-            "warm-up steps)."
-        )
-    if total_timesteps is not None:
-        if not use_expert_guided_exploration:
-            raise ValueError(
-                "total_timesteps sets the horizon over which expert-guided exploration decays: pass "
-                "use_expert_guided_exploration=True with it, or drop it."
-            )
-        require_counts(total_timesteps=total_timesteps)
-        total_timesteps = int(total_timesteps)
-    if expert_policy is not None:
-        require_stateless(expert_policy, "Expert-guided exploration")
-        if env_args is not None:
-            expert_policy = ExpertInAgentUnits.for_env(expert_policy, env_args)
-    return ActionPipelineConfig(expert_policy, recurrent, env_args, use_expert_guided_exploration, total_timesteps)
+    pipeline = ActionPipelineConfig(expert_policy, recurrent, env_args, use_expert_guided_exploration, total_timesteps)
+    if expert_policy is None or env_args is None:
+        return pipeline
+    return dataclasses.replace(pipeline, expert_policy=ExpertInAgentUnits.for_env(expert_policy, env_args))
 
 
 def checked_action_pipeline(
