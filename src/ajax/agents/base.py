@@ -215,6 +215,9 @@ class ActorCritic:
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     # What the batches its loss and target phases fold over carry: a replay's transitions.
     batch_fields: ClassVar[frozenset[str]] = REPLAY_FIELDS
+    # Whether critic_state is an ensemble of discounted Q(s, a) critics (members on axis 0) with
+    # target parameters, reading the observations collection stores: what CriticPretrain fits.
+    discounted_q_critic: ClassVar[bool] = False
     # The constructor's arguments `ajax.sweep` can vary inside one program: numbers the program
     # computes with, never a shape, a loop length or a Python branch.
     sweepable: ClassVar[frozenset[str]] = frozenset()
@@ -274,7 +277,7 @@ class ActorCritic:
         self.extensions = ExtensionStack(
             tuple(e.bind(self.env_args) if isinstance(e, Extension) else e for e in extensions)
         )
-        self.extensions.check(self.name, self.supported_extension_phases, self.batch_fields)
+        self.extensions.check(self.name, self.supported_extension_phases, self.batch_fields, self.discounted_q_critic)
         if memory is not None and self.extensions.extensions:
             names = ", ".join(type(extension).__name__ for extension in self.extensions.extensions)
             raise ValueError(

@@ -8,6 +8,7 @@ deterministic action with the expert's, in agent units: the mode of a stochastic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -39,6 +40,45 @@ def output_layers(params: Any) -> tuple[str, ...]:
     return tuple(name for name in params["params"] if name.startswith("Dense_"))
 
 
+def minibatch_epochs(
+    train_state: LoopTrainState,
+    n: int,
+    key: jax.Array,
+    epochs: int,
+    batch_size: int,
+    epoch_loss: Callable[[LoopTrainState], Callable[[Any, jax.Array], jax.Array]],
+    after_epoch: Callable[[jax.Array, jax.Array], None] | None = None,
+) -> tuple[LoopTrainState, jax.Array]:
+    """`epochs` passes of minibatch steps over `n` rows, with the train state's own optimiser.
+
+    Each epoch shuffles the rows and takes every whole batch of `batch_size`. `epoch_loss`
+    is called with the state at the epoch's start and returns the loss of (params, row
+    indices): a regression whose targets stay fixed through the epoch builds them there.
+    `after_epoch(epoch, loss)` runs after each epoch (a progress report). Returns the state
+    and the last step's loss.
+    """
+    batches = max(n // batch_size, 1)
+    size = min(batch_size, n)
+
+    def epoch(carry: tuple[LoopTrainState, jax.Array], inputs: tuple[jax.Array, jax.Array]):
+        index, key = inputs
+        order = jax.random.permutation(key, n)[: batches * size].reshape(batches, size)
+        loss_of = epoch_loss(carry[0])
+
+        def step(carry: tuple[LoopTrainState, jax.Array], rows: jax.Array):
+            train_state, _ = carry
+            loss, grads = jax.value_and_grad(loss_of)(train_state.params, rows)
+            return (train_state.apply_gradients(grads=grads), loss), None
+
+        carry = jax.lax.scan(step, carry, order)[0]
+        if after_epoch is not None:
+            after_epoch(index, carry[1])
+        return carry, None
+
+    keys = jax.random.split(key, epochs)
+    return jax.lax.scan(epoch, (train_state, jnp.zeros(())), (jnp.arange(epochs), keys))[0]
+
+
 def fit(
     actor_state: LoopTrainState, obs: jax.Array, expert_action: jax.Array, key: jax.Array, epochs: int, batch_size: int
 ) -> tuple[LoopTrainState, jax.Array]:
@@ -46,21 +86,57 @@ def fit(
 
     Each epoch shuffles the data and takes every whole batch; returns the last step's loss.
     """
-    n = obs.shape[0]
-    batches = max(n // batch_size, 1)
-    size = min(batch_size, n)
 
-    def epoch(carry: tuple[LoopTrainState, jax.Array], key: jax.Array):
-        order = jax.random.permutation(key, n)[: batches * size].reshape(batches, size)
+    def epoch_loss(actor_state: LoopTrainState) -> Callable[[Any, jax.Array], jax.Array]:
+        return lambda params, rows: cloning_loss(actor_state, params, obs[rows], expert_action[rows])
 
-        def step(carry: tuple[LoopTrainState, jax.Array], index: jax.Array):
-            actor_state, _ = carry
-            loss, grads = jax.value_and_grad(
-                lambda params: cloning_loss(actor_state, params, obs[index], expert_action[index])
-            )(actor_state.params)
-            return (actor_state.apply_gradients(grads=grads), loss), None
+    return minibatch_epochs(actor_state, obs.shape[0], key, epochs, batch_size, epoch_loss)
 
-        return jax.lax.scan(step, carry, order)[0], None
 
-    (actor_state, loss), _ = jax.lax.scan(epoch, (actor_state, jnp.zeros(())), jax.random.split(key, epochs))
-    return actor_state, loss
+def expert_q_targets(
+    critic_state: LoopTrainState, params: Any, transitions: Any, next_action: jax.Array, gamma: float | jax.Array
+) -> jax.Array:
+    """r + gamma (1 - terminated) mean_i Q_i(s', a'_expert) under `params`: the expert's Bellman target.
+
+    A time limit (`truncated`) bootstraps from the final observation like any other step;
+    only a true terminal stops the sum. The ensemble's mean, not its minimum: evaluating a
+    fixed policy needs no guard against the maximisation bias the minimum counters.
+    """
+    next_q = jnp.mean(critic_state.apply_fn(params, transitions.next_obs, next_action), axis=0)
+    alive = 1.0 - transitions.terminated.astype(jnp.float32)
+    return transitions.reward + gamma * alive * next_q
+
+
+def fit_expert_critic(
+    critic_state: LoopTrainState,
+    transitions: Any,
+    next_action: jax.Array,
+    gamma: float | jax.Array,
+    key: jax.Array,
+    epochs: int,
+    batch_size: int,
+    after_epoch: Callable[[jax.Array, jax.Array], None] | None = None,
+) -> tuple[LoopTrainState, jax.Array]:
+    """Fitted Q evaluation of the expert: each epoch, every critic regresses onto the targets
+    `expert_q_targets` gives under the parameters the epoch started from.
+
+    `transitions` holds flat rows (obs, action, reward, next_obs, terminated) and
+    `next_action` the expert's action at each next_obs. Each epoch is one Bellman backup of
+    the expert's Q, so the fit needs epochs of the order of the horizon 1 / (1 - gamma).
+    Returns the state (target parameters set to the fit) and the last step's TD loss.
+    """
+
+    def epoch_loss(critic_state: LoopTrainState) -> Callable[[Any, jax.Array], jax.Array]:
+        target = jax.lax.stop_gradient(
+            expert_q_targets(critic_state, critic_state.params, transitions, next_action, gamma)
+        )
+
+        def loss(params: Any, rows: jax.Array) -> jax.Array:
+            q = critic_state.apply_fn(params, transitions.obs[rows], transitions.action[rows])
+            return 0.5 * jnp.sum(jnp.mean(jnp.square(q - target[rows]), axis=-1))
+
+        return loss
+
+    n = transitions.obs.shape[0]
+    critic_state, loss = minibatch_epochs(critic_state, n, key, epochs, batch_size, epoch_loss, after_epoch)
+    return critic_state.replace(target_params=critic_state.params), loss

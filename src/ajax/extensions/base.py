@@ -22,6 +22,10 @@ PHASES = (
 # The phases the shared loop folds for every agent; an agent adds those its update folds.
 LOOP_PHASES = frozenset({"pretrain", "post_update", "eval_metrics"})
 
+# What one extension's state can hand to others (`Extension.provides`, `Extension.reads`):
+# each name, what it is, and the extension that provides it, for the construction's message.
+SHARED = {"expert_critic": ("the frozen expert critic phi*", "CriticPretrain(expert, ...)")}
+
 # fold_in tags: each phase draws from its own stream of a key the agent never splits.
 _PHASE_TAG = {phase: index + 1 for index, phase in enumerate(PHASES)}
 
@@ -34,6 +38,7 @@ class ExtensionContext:
     rng: jax.Array
     total_steps: int = struct.field(pytree_node=False)
     episode_steps: jax.Array | None = None  # each env copy's steps in its episode, when counted
+    shared: dict[str, Any] = struct.field(default_factory=dict)  # what the extension `reads`, by name
 
 
 @dataclass(frozen=True)
@@ -58,11 +63,21 @@ class Extension:
     copy's step in its episode (`ctx.episode_steps`) sets `reads_episode_steps`, and the
     agent then counts them. `batch_fields` names what the loss and target phases read of
     the update's batch, checked at construction against what the agent's batches carry.
+
+    One extension's state can serve others (`SHARED` names what): the provider lists the
+    name in `provides` and returns the value from `shared`; a reader lists it in `reads` and
+    finds it in `ctx.shared` in every phase but init_state. Construction refuses a reader
+    whose provider is missing or comes later in the stack. An extension that works on the
+    agent's critic as the discounted Q(s, a) of an ensemble with target parameters sets
+    `needs_discounted_q_critic`, and agents without one refuse it.
     """
 
     part_of_env: ClassVar[bool] = False
     reads_episode_steps: ClassVar[bool] = False
     batch_fields: ClassVar[frozenset[str]] = frozenset()
+    provides: ClassVar[frozenset[str]] = frozenset()
+    reads: ClassVar[frozenset[str]] = frozenset()
+    needs_discounted_q_critic: ClassVar[bool] = False
 
     @property
     def name(self) -> str:
@@ -79,6 +94,10 @@ class Extension:
 
     def init_state(self, ctx: ExtensionContext, agent_state: Any) -> Any:
         return ()
+
+    def shared(self, ext_state: Any) -> dict[str, Any]:
+        """What this extension `provides` to the others, read from its state."""
+        return {}
 
     def pretrain(self, ctx, agent_state, ext_state):
         return agent_state, ext_state
@@ -119,6 +138,29 @@ class ExtensionStack:
                 raise TypeError(
                     f"{extension.name} must be hashable (a frozen dataclass): extensions are static."
                 ) from error
+        self._check_shared()
+
+    def _check_shared(self) -> None:
+        """Every name an extension reads provided once, by an extension before it."""
+        provided: set[str] = set()
+        for extension in self.extensions:
+            missing = sorted(extension.reads - provided)
+            if missing:
+                name = missing[0]
+                what, provider = SHARED.get(name, (name, "an extension that provides it"))
+                later = [e.name for e in self.extensions if name in e.provides]
+                where = f"{later[0]} comes after it: put it before" if later else f"add {provider} before it"
+                raise ValueError(
+                    f"{extension.name} reads {what}, which no extension before it in the stack provides; {where} "
+                    f"{extension.name} in extensions=."
+                )
+            twice = sorted(extension.provides & provided)
+            if twice:
+                raise ValueError(
+                    f"Two extensions provide {SHARED.get(twice[0], (twice[0],))[0]} ({extension.name} the second): "
+                    "keep one of them."
+                )
+            provided |= extension.provides
 
     def __bool__(self) -> bool:
         return bool(self.extensions)
@@ -134,11 +176,22 @@ class ExtensionStack:
     def with_horizon(self, total_steps: int) -> ExtensionStack:
         return ExtensionStack(self.extensions, total_steps)
 
-    def check(self, agent: str, supported_phases: frozenset[str], batch_fields: frozenset[str]) -> None:
+    def check(
+        self,
+        agent: str,
+        supported_phases: frozenset[str],
+        batch_fields: frozenset[str],
+        discounted_q_critic: bool = False,
+    ) -> None:
         """Refuse, at construction, an extension phase the agent never folds, a batch field its
-        batches lack, and action extensions whose replays would disagree."""
+        batches lack, a critic it does not have, and action extensions whose replays would disagree."""
         allowed = supported_phases | {"init_state"}
         for extension in self.extensions:
+            if extension.needs_discounted_q_critic and not discounted_q_critic:
+                raise ValueError(
+                    f"{extension.name} works on an ensemble of discounted Q(s, a) critics with target parameters, "
+                    f"which {agent} does not have. Use SAC, TD3 or REDQ."
+                )
             unsupported = sorted(extension.phases - allowed)
             if unsupported:
                 raise ValueError(
@@ -162,19 +215,32 @@ class ExtensionStack:
                 f"keeps the agent's own action; {others} would change it too. Keep one of them."
             )
 
-    def _contexts(self, phase: str, agent_state: Any) -> list[ExtensionContext]:
+    def _contexts(self, phase: str, agent_state: Any, share: bool = True) -> list[ExtensionContext]:
+        """Each extension's context; `share` fills in what it reads from the others' states."""
         key = jax.random.fold_in(agent_state.eval_rng, _PHASE_TAG[phase])
         key = jax.random.fold_in(key, agent_state.collector_state.timestep)
         key = jax.random.fold_in(key, agent_state.n_updates)
         keys = jax.random.split(key, len(self.extensions))
         collector = agent_state.collector_state
-        return [ExtensionContext(collector.timestep, k, self.total_steps, collector.episode_steps) for k in keys]
+        contexts = [ExtensionContext(collector.timestep, k, self.total_steps, collector.episode_steps) for k in keys]
+        if not share:
+            return contexts
+        return [self._sharing(e, c, agent_state) for e, c in zip(self.extensions, contexts, strict=True)]
+
+    def _sharing(self, extension: Extension, ctx: ExtensionContext, agent_state: Any) -> ExtensionContext:
+        """`ctx` with what `extension` reads from the others' current states."""
+        if not extension.reads:
+            return ctx
+        shared: dict[str, Any] = {}
+        for provider, entry in zip(self.extensions, agent_state.ext_state, strict=True):
+            shared.update({k: v for k, v in provider.shared(entry).items() if k in extension.reads})
+        return ctx.replace(shared=shared)
 
     def fold_init(self, agent_state: Any) -> Any:
         """Each extension's initial state, then each pretrain: fresh runs only."""
         if not self.extensions:
             return agent_state
-        contexts = self._contexts("init_state", agent_state)
+        contexts = self._contexts("init_state", agent_state, share=False)  # no extension state yet
         ext_state = tuple(e.init_state(c, agent_state) for e, c in zip(self.extensions, contexts, strict=True))
         agent_state = agent_state.replace(ext_state=ext_state)
         return self._fold_transform("pretrain", agent_state)
@@ -185,10 +251,11 @@ class ExtensionStack:
         return self._fold_transform("post_update", agent_state)
 
     def _fold_transform(self, phase: str, agent_state: Any) -> Any:
-        contexts = self._contexts(phase, agent_state)
+        contexts = self._contexts(phase, agent_state, share=False)
         for index, (extension, ctx) in enumerate(zip(self.extensions, contexts, strict=True)):
             if phase not in extension.phases:
                 continue
+            ctx = self._sharing(extension, ctx, agent_state)  # after the providers before it transformed theirs
             agent_state, entry = getattr(extension, phase)(ctx, agent_state, agent_state.ext_state[index])
             ext_state = list(agent_state.ext_state)
             ext_state[index] = entry

@@ -29,6 +29,7 @@ class ASAC(SAC):
     name: ClassVar[str] = "ASAC"
     # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
+    discounted_q_critic: ClassVar[bool] = False  # its critic is differential: no discounted return to fit
     make_train = staticmethod(make_train)
     # SAC's, less the discount the average-reward criterion has none of, plus the reward rate's step.
     sweepable: ClassVar[frozenset[str]] = (SAC.sweepable - {"gamma"}) | {"theta_learning_rate"}

@@ -39,6 +39,7 @@ class SAC(ActorCritic):
     pid_actor_form: ClassVar[str | None] = "squashed"
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
+    discounted_q_critic: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {
         "on_target",
         "critic_loss",

@@ -36,6 +36,7 @@ class TD3(ActorCritic):
     pid_actor_form: ClassVar[str | None] = "deterministic"
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
+    discounted_q_critic: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
     sweepable: ClassVar[frozenset[str]] = frozenset(
