@@ -9,6 +9,7 @@ no fitter before it is refused at construction (`ExtensionStack`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -34,7 +35,7 @@ class ExpertCritic:
     loss: jax.Array
 
 
-def _print_progress(name: str, epochs: int) -> Any:
+def _print_progress(name: str, epochs: int) -> Callable[[jax.Array, jax.Array], None]:
     """The host callback that prints the fit's loss every `epochs // _PROGRESS_REPORTS` epochs."""
     every = max(epochs // _PROGRESS_REPORTS, 1)
 
@@ -72,7 +73,7 @@ class CriticPretrain(ExpertExtension):
     changed again, for the extensions that read it (`ExpertCriticMetrics`). It runs once, in
     fresh runs (the loop's pretrain fold); a resumed state already holds both. The last TD
     loss is reported at every evaluation as `critic_pretrain/td_loss`. `progress=True`
-    prints the loss ten times during the fit through a host callback, which a run otherwise
+    prints the loss about ten times during the fit through a host callback, which a run otherwise
     never makes (a run without a logging backend makes none, so the compile cache can hold
     its program).
 
