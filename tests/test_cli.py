@@ -4,6 +4,7 @@ run ends, and bad names fail cleanly with exit 2."""
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import csv
 import io
@@ -18,10 +19,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from ajax import DQN, cli
 from ajax.checkpoint import restore_into
-from ajax.cli import agent_arguments, chunk_targets, main, parse_value
+from ajax.cli import main
+from ajax.commands import results, train
+from ajax.commands.arguments import agent_arguments, parse_value
+from ajax.commands.run_folder import chunk_targets
 from ajax.nonfinite import LOSSES, OBSERVATIONS, PARAMETERS, NonFinite, NonFiniteError
 
 SEEDS = 2
@@ -301,10 +306,10 @@ def test_a_damaged_run_folder_fails_in_one_line_with_exit_2(tiny_run, tmp_path):
 def test_a_seed_gone_non_finite_shows_in_the_table_and_raise_exits_1(tmp_path, capsys, monkeypatch):
     record = NonFinite(timestep=np.array([-1, 3204]), kinds=np.array([0, OBSERVATIONS | LOSSES | PARAMETERS]))
     state = type("State", (), {"nonfinite": record})()
-    gone = cli.gone(state, [0, 1])
+    gone = results.gone(state, [0, 1])
     assert gone == {1: "from 3,204: observations from the env, a loss, the network parameters"}
-    console = cli.Console(record=True, width=200)
-    console.print(cli.summary_table({0: (4000, 20.0), 1: (4000, 9.0)}, "DQN", gone))
+    console = Console(record=True, width=200)
+    console.print(results.summary_table({0: (4000, 20.0), 1: (4000, 9.0)}, "DQN", gone))
     printed = console.export_text()
     assert "Non-finite" in printed and "from 3,204" in printed
 
@@ -312,7 +317,7 @@ def test_a_seed_gone_non_finite_shows_in_the_table_and_raise_exits_1(tmp_path, c
         raise NonFiniteError("The run went non-finite. seed 1: a loss non-finite from timestep 8.")
         yield
 
-    monkeypatch.setattr(cli, "train_in_chunks", diverging)
+    monkeypatch.setattr(train, "train_in_chunks", diverging)
     argv = ["train", "DQN", "CartPole-v1", "--timesteps", "100", "--on-nonfinite", "raise", "--out", str(tmp_path)]
     assert main(argv) == 1
     assert "seed 1: a loss non-finite from timestep 8" in capsys.readouterr().err
@@ -334,3 +339,46 @@ def test_eval_reports_the_checkpointed_agents_return_per_seed(tiny_run, capsys):
     lines = [line for line in printed.splitlines() if line.strip("│ ").split(" ")[0] in {"0", "1"}]
     assert len(lines) == SEEDS and all(f"{TIMESTEPS}" in line for line in lines)
     assert main(["eval", str(out.parent / "missing")]) == 2
+
+
+COMMAND_LAYERS = [
+    {"ajax.commands.arguments", "ajax.commands.run_folder"},
+    {"ajax.commands.results"},
+    {"ajax.commands.train", "ajax.commands.eval", "ajax.commands.sweep"},
+    {"ajax.cli"},
+]
+"""The command line's modules, each importing only from layers above its own: no circle can form among them."""
+
+
+def _command_imports(module: str) -> dict[str, set[str]]:
+    """The command line's modules `module` imports from (read with ast, nothing run), and the names it takes."""
+    source = Path(cli.__file__).parent.joinpath(*module.split(".")[1:]).with_suffix(".py")
+    imported: dict[str, set[str]] = {}
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                imported.setdefault(alias.name, set())
+        elif isinstance(node, ast.ImportFrom) and node.module == "ajax.commands":  # from ajax.commands import train
+            for alias in node.names:
+                imported.setdefault(f"{node.module}.{alias.name}", set())
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                imported.setdefault(node.module, set()).add(alias.name)
+    layered = set().union(*COMMAND_LAYERS)
+    return {name: names for name, names in imported.items() if name in layered or name.startswith("ajax.commands")}
+
+
+def test_the_command_modules_import_in_one_direction_and_cli_only_dispatches():
+    """`ajax.cli` takes from each subcommand's module only its parser and its command; the subcommands take
+    from the shared modules, which take from no subcommand: the circle cli.py and sweep_command.py made is gone."""
+    package = Path(cli.__file__).parent / "commands"
+    on_disk = {f"ajax.commands.{path.stem}" for path in package.glob("*.py") if path.stem != "__init__"}
+    assert on_disk | {"ajax.cli"} == set().union(*COMMAND_LAYERS), "a command module missing from COMMAND_LAYERS"
+    for depth, layer in enumerate(COMMAND_LAYERS):
+        above = set().union(*COMMAND_LAYERS[:depth])
+        for module in layer:
+            for imported in _command_imports(module):
+                assert imported in above, f"{module} imports {imported}, which is not above it"
+    for command in ("train", "eval", "sweep"):
+        taken = _command_imports("ajax.cli")[f"ajax.commands.{command}"]
+        assert taken == {"add_parser", f"{command}_command"}, f"ajax.cli takes {taken} from ajax.commands.{command}"

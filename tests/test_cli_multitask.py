@@ -18,7 +18,8 @@ import pytest
 
 import ajax.checkpoint
 from ajax import TDMPC2MultiTask
-from ajax.cli import agent_arguments, main
+from ajax.cli import main
+from ajax.commands.arguments import agent_arguments
 from tests.conftest import TDMPC2_MULTITASK_SMALL, pendulum_multitask_dataset
 
 SEEDS = 2

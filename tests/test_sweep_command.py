@@ -7,9 +7,9 @@ from unittest import mock
 
 import pytest
 
-from ajax import sweep_command
 from ajax.cli import main
-from ajax.sweep_command import final_returns, parse_grid
+from ajax.commands import sweep as sweep_command
+from ajax.commands.sweep import final_returns, parse_grid
 
 TINY = [
     "--seeds", "2", "--timesteps", "96", "--n-envs", "2", "--log-frequency", "32",

@@ -1,8 +1,8 @@
 """Every exported agent by name, for the command line and the benchmark.
 
 TDMPC2MultiTask is built on a `MultiTaskDataset`, not an env id: the command line reads its second
-positional as a dataset file (`ajax.cli.DATASET_AGENTS`) and the benchmark, which times env steps,
-leaves it out (`NOT_BENCHMARKED`).
+positional as a dataset file (`ajax.commands.arguments.DATASET_AGENTS`) and the benchmark, which times
+env steps, leaves it out (`NOT_BENCHMARKED`).
 """
 
 from __future__ import annotations

@@ -24,27 +24,29 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from ajax.cli import (
-    CHECKPOINT,
+from ajax.commands.arguments import (
     DATASET_AGENTS,
     DEFAULT_TIMESTEPS,
-    EVAL_RETURN,
-    N_CHUNKS,
-    _number,
-    _positive_int,
-    _resolve_agent,
     agent_arguments,
-    chunk_targets,
     parse_value,
+    positive_int,
+    resolve_agent,
+)
+from ajax.commands.results import EVAL_RETURN
+from ajax.commands.run_folder import (
+    CHECKPOINT,
+    N_CHUNKS,
+    Row,
+    chunk_targets,
+    json_number,
     read_jsonl,
     write_csv,
     write_jsonl,
 )
 
-Row = dict[str, Any]
-
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
+    """The `sweep` subcommand's parser, under the `ajax` parser's `commands`."""
     sweep = commands.add_parser(
         "sweep",
         help="train every configuration of a hyperparameter grid on every seed as one compiled program",
@@ -62,17 +64,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="an argument to sweep and its values (repeatable; every combination is trained). Only the "
         "agent's sweepable arguments: numbers inside the program (docs/sweeps.md)",
     )
-    sweep.add_argument("--seeds", type=_positive_int, default=1, help="train seeds 0..N-1 (default: 1)")
+    sweep.add_argument("--seeds", type=positive_int, default=1, help="train seeds 0..N-1 (default: 1)")
     sweep.add_argument(
-        "--timesteps", type=_positive_int, default=None, help=f"steps per run (default: {DEFAULT_TIMESTEPS})"
+        "--timesteps", type=positive_int, default=None, help=f"steps per run (default: {DEFAULT_TIMESTEPS})"
     )
-    sweep.add_argument("--n-envs", type=_positive_int, default=None, help="parallel envs (default: the agent's)")
+    sweep.add_argument("--n-envs", type=positive_int, default=None, help="parallel envs (default: the agent's)")
     sweep.add_argument(
         "--param", action="append", default=[], metavar="NAME=VALUE", help="a fixed argument, as for ajax train"
     )
     sweep.add_argument("--out", type=Path, default=None, help="run folder (default: runs/sweep-<AGENT>-<ENV_ID>-…)")
     sweep.add_argument(
-        "--log-frequency", type=_positive_int, default=None, help="evaluate every F steps (default: timesteps // 20)"
+        "--log-frequency", type=positive_int, default=None, help="evaluate every F steps (default: timesteps // 20)"
     )
     sweep.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR", help="continue the sweep in RUN_DIR")
 
@@ -93,6 +95,7 @@ def parse_grid(texts: Sequence[str]) -> dict[str, list[Any]]:
 
 
 def describe(config: dict[str, Any]) -> str:
+    """A configuration as its table row and its curve's legend name it: `name=value, ...`."""
     return ", ".join(f"{name}={value}" for name, value in config.items())
 
 
@@ -107,7 +110,7 @@ def sweep_rows(
             timesteps = evaluations["timestep"][k, index]
             for slot in np.flatnonzero(timesteps >= 0):
                 row: Row = {"configuration": k, **config, "seed": int(seed), "timestep": int(timesteps[slot])}
-                row.update({name: _number(evaluations[name][k, index, slot]) for name in metrics})
+                row.update({name: json_number(evaluations[name][k, index, slot]) for name in metrics})
                 rows.append(row)
     return rows
 
@@ -214,7 +217,7 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
     if settings is None:
         print(problem, file=sys.stderr)
         return 2
-    agent_name = _resolve_agent(settings["agent"], list(AGENTS))
+    agent_name = resolve_agent(settings["agent"], list(AGENTS))
     if agent_name is None or agent_name in DATASET_AGENTS:
         names = ", ".join(name for name in AGENTS if name not in DATASET_AGENTS)
         print(f"ajax sweep cannot sweep {settings['agent']!r}. Agents it sweeps: {names}.", file=sys.stderr)
@@ -290,6 +293,7 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
 
 
 def _default_out(agent: str, env_id: str, out: Path | None) -> Path:
+    """`out`, or `runs/sweep-<AGENT>-<ENV_ID>-<timestamp>` with the env id made safe for a folder's name."""
     from datetime import datetime
 
     if out is not None:
