@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from ajax.deprecation import renamed_keywords, warn_inert
+from ajax.deprecation import REMOVED_KEYWORDS, removed_keywords, renamed_keywords, warn_inert
 
 
 def constructor(n_epochs=None, bc_loss_type=None, kept=1):
@@ -74,3 +74,40 @@ def test_ppos_num_minibatches_names_n_minibatches():
         PPO("CartPole-v1", num_minibatches=4)
     assert "n_minibatches" in inspect.signature(PPO).parameters
     assert "num_minibatches" not in inspect.signature(PPO).parameters
+
+
+@pytest.mark.parametrize(
+    ("agent", "keyword"),
+    [
+        ("SAC", "pre_train_n_steps"),
+        ("SAC", "use_expert_guidance"),
+        ("TD3", "reset_actor_head_after_bc"),
+        ("REDQ", "skip_actor_pretrain"),
+        ("APO", "actor_cloning_epochs"),
+        ("ASAC", "pid_actor_config"),
+        ("AVG", "pid_actor_config"),
+        ("PPO", "pid_actor_config"),
+    ],
+)
+def test_a_removed_keyword_says_what_to_write_instead(agent, keyword):
+    import ajax
+
+    cls = getattr(ajax, agent)
+    # Refused before the constructor runs: no env is built, so the id need not exist.
+    with pytest.raises(TypeError, match=rf"{agent} no longer takes {keyword}=; instead: .*Keywords on their way out"):
+        cls("no-such-env", **{keyword: 1})
+    assert keyword not in inspect.signature(cls).parameters
+
+
+def test_every_removed_keyword_is_in_the_architecture_pages_table():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "architecture.md").read_text()
+    table = page[page.index("## Keywords on their way out") : page.index("## Compilation")]
+    for keyword in REMOVED_KEYWORDS:
+        assert f"`{keyword}`" in table, keyword
+
+
+def test_removed_keywords_refuses_a_name_without_a_recorded_replacement():
+    with pytest.raises(ValueError, match="no replacement recorded"):
+        removed_keywords("made_up_keyword")

@@ -13,11 +13,13 @@ from ajax.agents.PPO.PPO import check_clipped_epochs, checked_initializers
 from ajax.agents.PPO.state import Initializer
 from ajax.agents.PPO.train_PPO import Minibatch
 from ajax.checks import require_in_interval
+from ajax.deprecation import CLONING_KEYWORDS, removed_keywords
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule
 
 
+@removed_keywords(*CLONING_KEYWORDS, "pid_actor_config")
 class APO(ActorCritic):
     """PPO for the average-reward criterion, for discrete and continuous actions.
 

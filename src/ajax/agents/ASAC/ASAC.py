@@ -11,12 +11,14 @@ from ajax.agents.base import run_config, shallow_fields, shared_arguments
 from ajax.agents.SAC import SAC
 from ajax.agents.SAC.SAC import SEQUENCE_DEFAULTS
 from ajax.checks import require_in_interval
+from ajax.deprecation import removed_keywords
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.extensions.ibrl import IBRLTargets
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule
 
 
+@removed_keywords("pid_actor_config")
 class ASAC(SAC):
     """SAC for the average-reward criterion: no discount, a differential soft critic, a reward rate.
 

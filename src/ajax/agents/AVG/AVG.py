@@ -10,11 +10,13 @@ from ajax.agents.AVG.state import AVGConfig
 from ajax.agents.AVG.train_AVG import make_train
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
 from ajax.checks import require_in_interval
+from ajax.deprecation import removed_keywords
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule
 
 
+@removed_keywords("pid_actor_config")
 class AVG(ActorCritic):
     """Incremental soft actor-critic: one update per sample, no replay buffer, no target network.
 

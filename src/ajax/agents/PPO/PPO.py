@@ -9,7 +9,7 @@ from ajax.agents.base import ActorCritic, field_names, run_config, shared_argume
 from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.checks import require_counts, require_in_interval
-from ajax.deprecation import renamed_keywords
+from ajax.deprecation import removed_keywords, renamed_keywords
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule, check_schedule
@@ -100,6 +100,7 @@ def checked_initializers(
 
 
 # The README's first pages called the recurrent minibatch count num_minibatches; PQN's and PPO's is n_minibatches.
+@removed_keywords("pid_actor_config")
 @renamed_keywords(num_minibatches="n_minibatches")
 class PPO(ActorCritic):
     """Clipped-surrogate PPO with GAE, for discrete and continuous actions.

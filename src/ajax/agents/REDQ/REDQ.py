@@ -11,11 +11,13 @@ from ajax.agents.REDQ.train_REDQ import make_train
 from ajax.agents.SAC import SAC
 from ajax.agents.SAC.SAC import SEQUENCE_DEFAULTS
 from ajax.checks import require_counts
+from ajax.deprecation import CLONING_KEYWORDS, removed_keywords
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule
 
 
+@removed_keywords(*CLONING_KEYWORDS, "pid_actor_config")
 class REDQ(SAC):
     """SAC with an ensemble of N critics, a target from a random subset of M, G updates per step.
 

@@ -13,7 +13,7 @@ from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
-from ajax.deprecation import warn_inert
+from ajax.deprecation import CLONING_KEYWORDS, removed_keywords, warn_inert
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule
@@ -21,6 +21,7 @@ from ajax.schedule import Schedule
 SEQUENCE_DEFAULTS = (16, 8)  # (sequence_length, burn_in): R2D2's burn-in of half a sequence
 
 
+@removed_keywords(*CLONING_KEYWORDS, "pid_actor_config", "use_expert_guidance")
 class SAC(ActorCritic):
     """Soft actor-critic with a squashed Gaussian actor, two critics and a learned temperature.
 
@@ -100,6 +101,7 @@ class SAC(ActorCritic):
         warn_inert(
             "SAC",
             "SAC counts each env's steps in its episode when an extension reads them (JSRLCurriculum).",
+            2,  # the caller is a frame further out, past removed_keywords' check
             jsrl_curriculum=jsrl_curriculum,
         )
         self.config = run_config(locals(), self.name, exclude=("jsrl_curriculum",))

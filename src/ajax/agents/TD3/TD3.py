@@ -13,6 +13,7 @@ from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
 from ajax.checks import require_counts, require_in_interval
+from ajax.deprecation import CLONING_KEYWORDS, removed_keywords
 from ajax.extensions import LOOP_PHASES, Extension
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.schedule import Schedule, check_schedule
@@ -20,6 +21,7 @@ from ajax.schedule import Schedule, check_schedule
 SEQUENCE_DEFAULTS = (20, 10)  # (sequence_length, burn_in): five sequences in TD3's batch of 100
 
 
+@removed_keywords(*CLONING_KEYWORDS, "pid_actor_config")
 class TD3(ActorCritic):
     """Clipped double-Q learning, delayed policy updates and target policy smoothing.
 
