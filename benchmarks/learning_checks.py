@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -269,7 +270,8 @@ def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
         axis.plot(row["curve"]["timestep"], row["curve"]["mean"])
         if row["published"] is not None:
             axis.axhline(row["published"], color="grey", linestyle="--", linewidth=1)
-        axis.set_title(f"{row['agent']} {row['env_id']} ({row['settings']})", fontsize=9)
+        title = f"{row['agent']} {row['env_id']} ({row['settings']})"
+        axis.set_title("\n".join(textwrap.wrap(title, 48)), fontsize=8)  # long settings wrap, not overlap
         axis.set_xlabel("env steps (mean return over seeds; dashed: published)", fontsize=7)
         axis.tick_params(labelsize=7)
     for axis in np.ravel(axes)[len(rows) :]:
