@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from ajax.agents.DreamerV3 import train_DreamerV3
+from ajax.agents.DreamerV3 import losses
+from ajax.agents.DreamerV3.losses import make_objective, replay_returns
 from ajax.agents.DreamerV3.networks import (
     N_BINS,
     RSSM,
@@ -31,7 +32,6 @@ from ajax.agents.DreamerV3.networks import (
     initial_latent,
 )
 from ajax.agents.DreamerV3.state import DreamerV3Config
-from ajax.agents.DreamerV3.train_DreamerV3 import make_objective, replay_returns
 from ajax.distributional import bins_mean, symexp, symlog_bins
 from ajax.environments.row_collector import Rows
 from ajax.normalizers import PercentileScale
@@ -343,7 +343,7 @@ def test_the_objective_bootstraps_replay_from_r0_of_the_imagination_started_at_e
     returns, and its values at s_0, which must be the critic's at the posterior's rows, row-major."""
     inputs = update_inputs
     recorded: dict[str, np.ndarray] = {}
-    real_lambda_returns, real_replay_returns = train_DreamerV3.lambda_returns, train_DreamerV3.replay_returns
+    real_lambda_returns, real_replay_returns = losses.lambda_returns, losses.replay_returns
 
     def record(name: str, value: jax.Array) -> None:
         jax.debug.callback(lambda x: recorded.__setitem__(name, np.asarray(x)), value)
@@ -359,8 +359,8 @@ def test_the_objective_bootstraps_replay_from_r0_of_the_imagination_started_at_e
         record("bootstrap", imagined_return)
         return real_replay_returns(imagined_return, rows, lam, discount)
 
-    monkeypatch.setattr(train_DreamerV3, "lambda_returns", lambda_returns)
-    monkeypatch.setattr(train_DreamerV3, "replay_returns", replay_returns)
+    monkeypatch.setattr(losses, "lambda_returns", lambda_returns)
+    monkeypatch.setattr(losses, "replay_returns", replay_returns)
     objective = inputs["objective"]  # its closures look both names up in the module when traced
     run = jax.jit(
         lambda params: objective(

@@ -11,8 +11,9 @@ log-probability collapses and the KL stays finite.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import distrax
 import flax.linen as nn
@@ -224,3 +225,39 @@ class Critic(nn.Module):
     @nn.compact
     def __call__(self, feat: jax.Array) -> jax.Array:
         return dense(N_BINS, outscale=0.0, name="logits")(NormedMLP(3, self.units)(feat))
+
+
+def rssm_action(actor: Actor, action: jax.Array) -> jax.Array:
+    """The action as the RSSM reads it: one-hot when discrete (acting, training and evaluation alike)."""
+    return action if actor.continuous else jax.nn.one_hot(action, actor.action_dim)
+
+
+def observe_sampled(
+    model: WorldModel,
+    params: Any,
+    latent: Latent,
+    action: jax.Array,
+    embedding: jax.Array,
+    first: jax.Array,
+    key: jax.Array,
+) -> tuple[Latent, jax.Array]:
+    """h_t = f(h_{t-1}, z_{t-1}, a_{t-1}), z_t ~ q(z | h_t, e_t); a reset starts from zeros."""
+    return observe_step(model, params, latent, action, embedding, first, lambda logits: sample_one_hot(logits, key))
+
+
+def observe_step(
+    model: WorldModel,
+    params: Any,
+    latent: Latent,
+    action: jax.Array,
+    embedding: jax.Array,
+    first: jax.Array,
+    draw: Callable[[jax.Array], jax.Array],
+) -> tuple[Latent, jax.Array]:
+    """One posterior step of the RSSM, the stochastic state drawn from its logits by `draw`
+    (a sample while collecting and training, the mode in evaluation): the latent and the logits."""
+    keep = (~first)[..., None]
+    latent = Latent(latent.deter * keep, latent.stoch * keep[..., None])
+    deter = model.apply(params, latent, action * keep, method=WorldModel.step)
+    logits = model.apply(params, deter, embedding, method=WorldModel.posterior)
+    return Latent(deter, draw(logits)), logits
