@@ -18,10 +18,11 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 from ajax.agents.TDMPC2.core import squashed_gaussian
+from ajax.agents.TDMPC2.losses import policy_objective
 from ajax.agents.TDMPC2.networks import Architecture, ModelSize, WorldModel, simnorm
 from ajax.agents.TDMPC2.planner import LatentModel, PlannerConfig, estimate_value, plan
 from ajax.agents.TDMPC2.state import TDMPC2Config
-from ajax.agents.TDMPC2.train_TDMPC2 import POLICY, Networks, init_train_states, policy_objective
+from ajax.agents.TDMPC2.train_TDMPC2 import POLICY, Networks, init_train_states
 from ajax.normalizers import RunningScale
 
 LATENT, OBS_DIM, ACTION_DIM = 16, 3, 2

@@ -17,6 +17,8 @@ Updates (the reference's `TDMPC2._update`, nicklashansen/tdmpc2 `tdmpc2.py`), ea
 3. Policy prior on the rollout's latents (detached): maximise the mean of two random
    Q-functions divided by their running scale, plus 1e-4 times the scaled entropy
    (`policy_objective`, which detaches the world model's parameters itself).
+
+The losses of steps 1.-3. are pure functions in `losses.py`; `update` takes their gradients.
 4. The target Q-functions follow by Polyak averaging (tau 0.01).
 
 When the collected steps reach `seed_steps`, that tick makes `seed_steps` updates at once
@@ -34,20 +36,8 @@ from flax import struct
 
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings, TrainLoop
-from ajax.agents.TDMPC2.core import (
-    consistency_loss,
-    pair_of,
-    policy_loss,
-    predict,
-    reward_loss,
-    soft_update,
-    squashed_gaussian,
-    td_target,
-    termination_loss,
-    value_bins,
-    value_loss,
-    window_valid,
-)
+from ajax.agents.TDMPC2.core import pair_of, predict, soft_update, squashed_gaussian, value_bins, window_valid
+from ajax.agents.TDMPC2.losses import policy_objective, td_targets, world_model_loss
 from ajax.agents.TDMPC2.networks import WorldModel
 from ajax.agents.TDMPC2.planner import LatentModel, PlanCarry, plan
 from ajax.agents.TDMPC2.state import TDMPC2Config, TDMPC2State
@@ -57,7 +47,7 @@ from ajax.environments.utils import uniform_action
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
 from ajax.networks.optim import with_traced_numbers
-from ajax.normalizers import RunningScale, update_running
+from ajax.normalizers import RunningScale
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
 sg = jax.lax.stop_gradient
@@ -185,34 +175,6 @@ def init_train_states(
     return model, actor
 
 
-def policy_objective(
-    networks: Networks,
-    config: TDMPC2Config,
-    model_params: Any,
-    policy_params: Any,
-    zs: jax.Array,
-    q_scale: RunningScale,
-    valid: jax.Array,
-    keys: tuple[jax.Array, jax.Array, jax.Array],
-    task: jax.Array | None = None,
-    action_mask: jax.Array | None = None,
-) -> tuple[jax.Array, tuple[RunningScale, jax.Array, jax.Array]]:
-    """Step 3.'s loss on the latents zs (H + 1, B, latent): (loss, (new Q scale, entropy, scaled entropy)).
-
-    The world model's parameters enter detached, so the loss's gradient with respect to them, the
-    Q-functions' among them, is zero (the reference's `Q(..., detach=True)`): the policy prior's
-    loss never moves the Q-functions, whatever is differentiated. `keys` = (the policy's noise,
-    the pair of Q-functions, their dropout); `valid` (H + 1, B) masks the latents.
-    """
-    pi_key, q_key, pi_dropout = keys
-    params = {**sg(model_params), **policy_params}
-    action, _, log_prob, scaled_entropy = networks.pi(params, zs, pi_key, task, action_mask)
-    q = jnp.mean(pair_of(networks.q_values(params, zs, action, task, dropout=pi_dropout), q_key), 0)
-    scale = update_running(q_scale, q[0], config.tau)
-    loss = policy_loss(q, scaled_entropy, scale.value, valid, config.rho, config.entropy_coef)
-    return loss, (scale, -log_prob, scaled_entropy)
-
-
 def update(
     networks: Networks,
     config: TDMPC2Config,
@@ -228,49 +190,17 @@ def update(
 ) -> tuple[LoopTrainState, LoopTrainState, RunningScale, AuxiliaryLogs]:
     """One update on a window (leaves (H, B, ...)): obs, action, reward, next_obs, terminated."""
     target_pi_key, target_q_key, model_dropout, pi_key, q_key, pi_dropout = jax.random.split(key, 6)
-    coefficients, rho = config.coefficients, config.rho
     policy_params = policy_state.params
-    terminated = window.terminated.astype(jnp.float32)
 
     # 1. Targets, from the parameters before this update.
-    params = {**model_state.params, **policy_params}
-    next_z = sg(networks.encode(params, window.next_obs, task))
-    next_action = networks.pi(params, next_z, target_pi_key, task, action_mask)[0]
-    target_params = {**params, "q_ensemble": model_state.target_params}
-    next_q = jnp.min(pair_of(networks.q_values(target_params, next_z, next_action, task), target_q_key), 0)
-    target = sg(td_target(window.reward, terminated, discount, next_q))
+    target_keys = (target_pi_key, target_q_key)
+    next_z, target = td_targets(networks, model_state, policy_params, window, discount, target_keys, task, action_mask)
 
     # 2. The world model.
-    def objective(model_params: Any):
-        params = {**model_params, **policy_params}
-        z0 = networks.encode(params, window.obs[0], task)
-
-        def roll(z: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array]:
-            z = networks.apply(params, WorldModel.next, z, action, task)
-            return z, z
-
-        _, predicted = jax.lax.scan(roll, z0, window.action)
-        zs = jnp.concatenate([z0[None], predicted])
-        q_logits = networks.apply(
-            params, WorldModel.q, zs[:-1], window.action, task, False, rngs={"dropout": model_dropout}
+    def objective(model_params: Any) -> tuple[jax.Array, tuple[jax.Array, dict[str, jax.Array]]]:
+        return world_model_loss(
+            networks, config, model_params, policy_params, window, next_z, target, valid, model_dropout, task
         )
-        reward_logits = networks.apply(params, WorldModel.reward, zs[:-1], window.action, task)
-        losses = {
-            "consistency": consistency_loss(predicted, next_z, valid, rho),
-            "reward": reward_loss(reward_logits, window.reward, valid, rho, networks.bins),
-            "value": value_loss(q_logits, target, valid, rho, networks.bins),
-            "termination": jnp.zeros(()),
-        }
-        if config.arch.episodic:
-            logits = networks.apply(params, WorldModel.termination, predicted, task)
-            losses["termination"] = termination_loss(logits, terminated, valid)
-        total = (
-            coefficients.consistency * losses["consistency"]
-            + coefficients.reward * losses["reward"]
-            + coefficients.value * losses["value"]
-            + coefficients.termination * losses["termination"]
-        )
-        return total, (zs, losses)
 
     (total, (zs, losses)), grads = jax.value_and_grad(objective, has_aux=True)(model_state.params)
     model_state = model_state.apply_gradients(grads=grads)
