@@ -20,6 +20,7 @@ visited, held fixed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -109,6 +110,7 @@ def make_train(
     config = agent_config
     n_envs = env_args.n_envs
     stateful = network_args.memory is not None or config.pid_head
+    controller = None
     if stateful:
         controller = ClosedLoopController(
             network_args.actor_architecture, env_args.action_dim, network_args.memory, config.pid_head
@@ -120,7 +122,7 @@ def make_train(
     per_update = config.horizon * n_envs
     total_updates = -(-run.total_timesteps // per_update) + 1  # the on-policy loop's count over the horizon
 
-    def act(params: Any, obs: jax.Array, carry: Any, episode_start: jax.Array) -> tuple[jax.Array, Any]:
+    def act(params: Any, obs: jax.Array, carry: Any, episode_start: jax.Array | None) -> tuple[jax.Array, Any]:
         """The actions in agent units for observations (N, D), and the carry after them."""
         if not stateful:
             return actor.apply(params, obs), carry
@@ -172,15 +174,7 @@ def make_train(
 
         actor_state, value, (after, rollout, metrics), norm = gradient_step(state.actor_state, loss)
         matching = matching_loss(rollout.reward)
-        done = rollout.terminated | rollout.truncated
-        after = jax.lax.stop_gradient(after)
-        collector = episodic_returns(collector, rollout.reward, done).replace(
-            env_state=after.env_state,
-            last_obs=flatten_observation(after.obs),
-            timestep=collector.timestep + per_update,
-        )
-        if stateful:
-            collector = collector.replace(memory=MemoryCarries({"actor": after.carry}, after.episode_start))
+        collector = advance_collector(collector, jax.lax.stop_gradient(after), rollout, per_update, stateful)
         seen = Transition(
             rollout.obs, rollout.action, rollout.reward, rollout.obs, rollout.terminated, rollout.truncated
         )
@@ -188,34 +182,71 @@ def make_train(
         state = state.replace(actor_state=actor_state, collector_state=collector)
         return state, AuxiliaryLogs(PolicyAuxiliaries(value, matching, m_rmse(matching), norm), metrics)
 
-    def greedy(state: BaseAgentState, obs: jax.Array):
-        return actor.apply(state.actor_state.params, obs), jnp.zeros(obs.shape[0])
+    evaluation = evaluation_policy(act, controller)
+    loop = TrainLoop.create(env_args, run, extensions, evaluation)
+    step = loop.updated(update)
+    n_updates = loop.rollouts(per_update)
+    if run.log_frequency is not None:
+        return loop.train(init, step, n_updates, steps_per_iteration=per_update)
+    return metrics_program(loop, init, step, n_updates, run)
 
-    def carried_greedy(state: BaseAgentState, obs: jax.Array, carry: tuple[Any, jax.Array]):
-        """The controller with its carry through an evaluation episode (one per env: no reset after the first)."""
-        carry, episode_start = carry
-        action, carry = act(state.actor_state.params, obs, carry, episode_start)
-        return action, jnp.zeros(obs.shape[0]), (carry, jnp.zeros_like(episode_start))
+
+def advance_collector(
+    collector: CollectorState, after: LoopState, rollout: Any, per_update: int, stateful: bool
+) -> CollectorState:
+    """The collector where the rollout left the envs (`after`, cut from the graph): their states,
+    observations, returns and timestep, and a stateful controller's carry and episode starts."""
+    done = rollout.terminated | rollout.truncated
+    collector = episodic_returns(collector, rollout.reward, done).replace(
+        env_state=after.env_state,
+        last_obs=flatten_observation(after.obs),
+        timestep=collector.timestep + per_update,
+    )
+    if stateful:
+        collector = collector.replace(memory=MemoryCarries({"actor": after.carry}, after.episode_start))
+    return collector
+
+
+def evaluation_policy(act: Callable[..., tuple[jax.Array, Any]], controller: ClosedLoopController | None) -> EvalPolicy:
+    """The deterministic policy in evaluation, reporting the episodes' M-RMSE beside their returns.
+
+    A controller (`controller` given) keeps its carry through each evaluation episode, one per
+    env: no reset after the first. `act` is `make_train`'s, the policy's actions in agent units.
+    """
 
     def with_m_rmse(metrics: dict[str, jax.Array]) -> dict[str, jax.Array]:
         """The evaluation episodes' M-RMSE: the root of minus the mean reward per step."""
         per_step = metrics["Eval/episodic mean reward"] / metrics["Eval/mean episodic length"]
         return {**metrics, "Eval/m_rmse": m_rmse(-per_step)}
 
-    if stateful:
-        start = PolicyCarry(
-            init=lambda state, n: (initial_controller_carry(controller, n), jnp.ones((n,), bool)),
-            advance=lambda carry, reward: carry,
-        )
-        evaluation = EvalPolicy(carried_greedy, None, 1.0, carry=start, report=with_m_rmse)
-    else:
-        evaluation = EvalPolicy(greedy, None, 1.0, report=with_m_rmse)
-    loop = TrainLoop.create(env_args, run, extensions, evaluation)
-    step = loop.updated(update)
-    n_updates = loop.rollouts(per_update)
-    if run.log_frequency is not None:
-        return loop.train(init, step, n_updates, steps_per_iteration=per_update)
+    if controller is None:
 
+        def greedy(state: BaseAgentState, obs: jax.Array):
+            return act(state.actor_state.params, obs, (), None)[0], jnp.zeros(obs.shape[0])
+
+        return EvalPolicy(greedy, None, 1.0, report=with_m_rmse)
+
+    def carried_greedy(state: BaseAgentState, obs: jax.Array, carry: tuple[Any, jax.Array]):
+        carry, episode_start = carry
+        action, carry = act(state.actor_state.params, obs, carry, episode_start)
+        return action, jnp.zeros(obs.shape[0]), (carry, jnp.zeros_like(episode_start))
+
+    start = PolicyCarry(
+        init=lambda state, n: (initial_controller_carry(controller, n), jnp.ones((n,), bool)),
+        advance=lambda carry, reward: carry,
+    )
+    return EvalPolicy(carried_greedy, None, 1.0, carry=start, report=with_m_rmse)
+
+
+def metrics_program(
+    loop: TrainLoop,
+    init: Callable[[jax.Array], BaseAgentState],
+    step: Callable[[BaseAgentState], tuple[BaseAgentState, AuxiliaryLogs]],
+    n_updates: int,
+    run: RunSettings,
+) -> Callable[..., tuple[BaseAgentState, dict[str, jax.Array]]]:
+    """The run without evaluations: a scan over the updates from the loop's fresh state (or a given
+    one), returning each update's metrics in place of evaluations."""
     fresh_state = loop.fresh_state(init)
 
     def train(key: jax.Array, initial_state: BaseAgentState | None = None):
