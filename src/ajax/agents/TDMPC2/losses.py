@@ -14,7 +14,7 @@ episode's end; `task` and `action_mask` are the multi-task agent's and None for 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -28,13 +28,11 @@ from ajax.agents.TDMPC2.core import (
     termination_loss,
     value_loss,
 )
+from ajax.agents.TDMPC2.model import Networks
 from ajax.agents.TDMPC2.networks import WorldModel
 from ajax.agents.TDMPC2.state import TDMPC2Config
 from ajax.normalizers import RunningScale, update_running
 from ajax.state import LoopTrainState
-
-if TYPE_CHECKING:
-    from ajax.agents.TDMPC2.train_TDMPC2 import Networks
 
 sg = jax.lax.stop_gradient
 
