@@ -9,7 +9,6 @@ the seeds, waits, and returns `(state, evaluations)`: every leaf with a leading 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -21,7 +20,7 @@ import numpy as np
 
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
-from ajax.checks import is_count, require_finite_positive, require_in_interval
+from ajax.checks import is_count
 from ajax.devices import ONE_DEVICE, Placement
 from ajax.environments.create import check_action_space, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
@@ -29,34 +28,100 @@ from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.pid_terms import PIDTerms
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
+from ajax.hyperparameters import (
+    Hyperparameter,
+    Hyperparameters,
+    Settings,
+    checked_later,
+    count,
+    flag,
+    keywords,
+    learning_rate,
+    number,
+)
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import recording, write_rows
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
-from ajax.schedule import Schedule, check_learning_rate
 from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+
+# The keywords every agent takes for its environment, its extensions and its memory.
+ENVIRONMENT = keywords(
+    n_envs=count(1, doc="environment copies stepped together in every seed"),
+    episode_length=count(None, optional=True, doc="the environment's time limit (None: the env's own)"),
+    action_repeat=count(1, doc="env steps each action is held for"),
+    env_params=checked_later(None, "the env's params, or None", doc="what the env steps with (None: its defaults)"),
+    extensions=checked_later((), "a sequence of Extension", doc="research features in the loop (docs/extensions.md)"),
+    memory=checked_later(None, "MemoryConfig, its dict, or None", doc="recurrent networks (docs/memory.md)"),
+)
+# Running normalisation in the agent state, for the agents whose inputs and losses allow it.
+NORMALIZATION = keywords(
+    normalize_observations=flag(False, doc="observations shifted and scaled by running statistics"),
+    normalize_rewards=flag(False, doc="rewards scaled by the running spread of the discounted return"),
+)
+ARCHITECTURE = "layer strings, e.g. ('64', 'tanh')"
+
+
+def two_networks(
+    rates: Any, architecture: Sequence[str], max_grad_norm: float | None = None, *, pid: bool = False
+) -> Hyperparameters:
+    """An actor's and a critic's step sizes and hidden layers (the same by default), and the clip of both."""
+    actor_accepts = f"{ARCHITECTURE}, or PIDPolicy" if pid else ARCHITECTURE
+    actor_rate, critic_rate = rates if isinstance(rates, tuple) else (rates, rates)
+    actor_layers, critic_layers = architecture if isinstance(architecture[0], tuple) else (architecture,) * 2
+    return keywords(
+        actor_learning_rate=learning_rate(actor_rate, doc="the actor's Adam step size"),
+        critic_learning_rate=learning_rate(critic_rate, doc="the critic's Adam step size"),
+        actor_architecture=checked_later(tuple(actor_layers), actor_accepts, doc="the actor's hidden layers"),
+        critic_architecture=checked_later(tuple(critic_layers), ARCHITECTURE, doc="the critic's hidden layers"),
+        max_grad_norm=gradient_clip(max_grad_norm),
+    )
+
+
+def one_network(rate: Any, architecture: Sequence[str], max_grad_norm: float | None = None) -> Hyperparameters:
+    """The step size and hidden layers of an agent's only network, and the clip of its gradients."""
+    return keywords(
+        learning_rate=learning_rate(rate),
+        architecture=checked_later(tuple(architecture), ARCHITECTURE, doc="the network's hidden layers"),
+        max_grad_norm=gradient_clip(max_grad_norm),
+    )
+
+
+def _gradient_steps(name: str, value: Any) -> None:
+    if not is_count(value) or not (value >= 1 or value == -1):
+        raise ValueError(f"{name} must be a positive integer or -1 (one update per env step collected), got {value!r}.")
+
+
+# When a replay agent updates, in Stable-Baselines3's terms (`loop.UpdateSchedule`).
+REPLAY_SCHEDULE = keywords(
+    train_freq=count(1, doc="steps per env copy collected in each round"),
+    gradient_steps=Hyperparameter(
+        1, _gradient_steps, "integer >= 1, or -1", doc="updates after each round (-1: one per env step collected)"
+    ),
+)
+
+
+def gradient_clip(default: float | None) -> Hyperparameter:
+    return number(
+        default, sweep=True, optional=True, doc="clip the gradients' global norm before Adam (None: unclipped)"
+    )
 
 
 def run_config(arguments: dict[str, Any], name: str, exclude: Sequence[str] = ()) -> dict[str, Any]:
-    """The constructor's arguments, less `self` and `__class__` (and `exclude`), plus `algo_name`."""
+    """TRANSITIONAL (removed once every agent declares its hyperparameters)."""
     dropped = {"self", "__class__", *exclude}
-    config = {key: value for key, value in arguments.items() if key not in dropped}
-    config["algo_name"] = name
-    return config
+    return {key: value for key, value in arguments.items() if key not in dropped} | {"algo_name": name}
 
 
-def shared_arguments(
-    config: dict[str, Any], parent: Callable[..., None] | None = None, **overrides: Any
-) -> dict[str, Any]:
-    """The arguments `parent` (by default `ActorCritic.__init__`) takes, read from an agent's run config.
+def shared_arguments(config: dict[str, Any], parent: Any = None, **overrides: Any) -> dict[str, Any]:
+    """TRANSITIONAL (removed once every agent declares its hyperparameters)."""
+    import inspect
 
-    Every agent forwards its base arguments the same way, and a descendant its parent's
-    (REDQ and ASAC forward SAC's); `overrides` name the ones an agent spells differently
-    (DQN's single `learning_rate` and `architecture`, ASAC's absent discount).
-    """
-    signature = inspect.signature(parent if parent is not None else ActorCritic.__init__)
-    names = [name for name in signature.parameters if name != "self"]
+    if parent is None:
+        names = ["env_id", *ActorCritic.hyperparameters.declared]
+    else:
+        names = [name for name in inspect.signature(parent).parameters if name != "self"]
     return {name: overrides[name] if name in overrides else config[name] for name in names}
 
 
@@ -218,64 +283,68 @@ class ActorCritic:
     # Whether critic_state is an ensemble of discounted Q(s, a) critics (members on axis 0) with
     # target parameters, reading the observations collection stores: what CriticPretrain fits.
     discounted_q_critic: ClassVar[bool] = False
-    # The constructor's arguments `ajax.sweep` can vary inside one program: numbers the program
-    # computes with, never a shape, a loop length or a Python branch.
-    sweepable: ClassVar[frozenset[str]] = frozenset()
+    # Every constructor keyword: default, accepted values, sweepable or not (`ajax.hyperparameters`).
+    # The signature, the checks, `sweepable`, config.json and the agents page's tables are read from it.
+    hyperparameters: ClassVar[Hyperparameters] = two_networks(3e-4, ("64", "relu")) | ENVIRONMENT | NORMALIZATION
+    # The keywords `ajax.sweep` can vary inside one program, read from `hyperparameters`.
+    sweepable: ClassVar[frozenset[str]] = hyperparameters.sweepable
+    # The networks the base builds: each one's role and its (learning rate, architecture) keywords.
+    # A one-network agent declares one role, a world model with its own optimisers none.
+    networks: ClassVar[dict[str, tuple[str, str]]] = {
+        "actor": ("actor_learning_rate", "actor_architecture"),
+        "critic": ("critic_learning_rate", "critic_architecture"),
+    }
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        *,
-        n_envs: int,
-        actor_learning_rate: Schedule,
-        critic_learning_rate: Schedule,
-        actor_architecture: Sequence[str] | PIDPolicy,
-        critic_architecture: Sequence[str],
-        max_grad_norm: float | None,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        normalize_observations: bool = False,
-        normalize_rewards: bool = False,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give each agent its declared signature and sweepable set."""
+        super().__init_subclass__(**kwargs)
+        if "hyperparameters" not in cls.__dict__:  # TRANSITIONAL: an agent not yet declared
+            return
+        if "__init__" not in cls.__dict__:
+            parent_init = cls.__init__
+
+            def __init__(self: ActorCritic, env_id: str | Any, **settings: Any) -> None:  # noqa: N807
+                parent_init(self, env_id, **settings)
+
+            cls.__init__ = __init__
+        cls.__init__.__signature__ = cls.hyperparameters.signature()
+        cls.sweepable = cls.hyperparameters.sweepable
+
+    def __init__(self, env_id: str | Any, **given: Any) -> None:
+        """Bind and check the keywords (`self.settings`), build the env, the networks' settings and the extensions."""
+        settings = self.settings = type(self).hyperparameters.bind(self.name, given)
+        if "hyperparameters" in type(self).__dict__ or not hasattr(self, "config"):  # TRANSITIONAL
+            self.config = {name: settings[name] for name in self.hyperparameters.declared} | {"algo_name": self.name}
+        memory = settings.get("memory")
         if memory is not None and not self.supports_memory:
             raise NotImplementedError(
                 f"{self.name} has no recurrent memory yet; drop memory= or use an agent that supports it."
             )
         self.env_args: EnvironmentConfig = prepare_env(
-            env_id, n_envs=n_envs, episode_length=episode_length, action_repeat=action_repeat, env_params=env_params
+            env_id,
+            n_envs=settings.get("n_envs", 1),
+            episode_length=settings.get("episode_length"),
+            action_repeat=settings.get("action_repeat", 1),
+            env_params=settings.get("env_params"),
         )
         check_action_space(self.env_args, self.name, continuous=self.continuous)
         # The reward scale is the spread of the agent's discounted return (0.99 for agents without a discount).
-        gamma = getattr(self, "config", {}).get("gamma")
-        if gamma is not None:
-            require_in_interval("(0, 1]", gamma=gamma)
+        gamma = settings.get("gamma")
+        normalize_observations = bool(settings.get("normalize_observations", False))
         normalization = NormalizationConfig(
-            bool(normalize_observations), bool(normalize_rewards), 0.99 if gamma is None else float(gamma)
+            normalize_observations,
+            bool(settings.get("normalize_rewards", False)),
+            0.99 if gamma is None else float(gamma),
         )
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
-        if isinstance(actor_architecture, PIDPolicy):
-            self.env_args = self._with_pid_terms(actor_architecture, memory, normalize_observations)
-        else:
-            parse_architecture(actor_architecture)
-            actor_architecture = tuple(map(str, actor_architecture))
-        if isinstance(critic_architecture, PIDPolicy):
-            raise TypeError(
-                f"{self.name}'s critic takes layer strings, e.g. ('256', 'relu'), not a PIDPolicy: a PIDPolicy is an "
-                "actor's architecture (actor_architecture=PIDPolicy(...) on the agents that take one)."
-            )
-        parse_architecture(critic_architecture)
         memory = MemoryConfig.of(memory)
-        self.network_args = NetworkConfig(actor_architecture, tuple(map(str, critic_architecture)), memory=memory)
-        check_learning_rate(actor_learning_rate=actor_learning_rate, critic_learning_rate=critic_learning_rate)
-        if max_grad_norm is not None:
-            require_finite_positive(max_grad_norm=max_grad_norm)
-        self.actor_optimizer_args = OptimizerConfig(actor_learning_rate, max_grad_norm)
-        self.critic_optimizer_args = OptimizerConfig(critic_learning_rate, max_grad_norm)
+        self.network_args = self._network_config(settings, memory, normalize_observations)
+        self.optimizer_args = {
+            role: OptimizerConfig(settings[rate], settings.get("max_grad_norm"))
+            for role, (rate, _) in self.networks.items()
+        }
         self.extensions = ExtensionStack(
-            tuple(e.bind(self.env_args) if isinstance(e, Extension) else e for e in extensions)
+            tuple(e.bind(self.env_args) if isinstance(e, Extension) else e for e in settings.get("extensions", ()))
         )
         self.extensions.check(self.name, self.supported_extension_phases, self.batch_fields, self.discounted_q_critic)
         if memory is not None and self.extensions.extensions:
@@ -285,6 +354,22 @@ class ActorCritic:
                 "extensions read feed-forward batches. Drop memory= or the extensions."
             )
         self._programs: dict[Any, Callable] = {}
+
+    def _network_config(self, settings: Settings, memory: MemoryConfig | None, normalize: bool) -> NetworkConfig:
+        """Each declared network's hidden layers, checked; a PID actor wraps the env in its terms."""
+        layers = {role: settings[architecture] for role, (_, architecture) in self.networks.items()}
+        for role, architecture in layers.items():
+            if isinstance(architecture, PIDPolicy) and role == "actor":
+                self.env_args = self._with_pid_terms(architecture, memory, normalize)
+                continue
+            if isinstance(architecture, PIDPolicy):
+                raise TypeError(
+                    f"{self.name}'s {role} takes layer strings, e.g. ('256', 'relu'), not a PIDPolicy: a PIDPolicy is "
+                    "an actor's architecture (actor_architecture=PIDPolicy(...) on the agents that take one)."
+                )
+            parse_architecture(architecture)
+            layers[role] = tuple(map(str, architecture))
+        return NetworkConfig(layers.get("actor", ()), layers.get("critic", ()), memory=memory)
 
     def _with_pid_terms(self, policy: PIDPolicy, memory: Any, normalize_observations: bool) -> EnvironmentConfig:
         """The env config with `PIDTerms` around the env, after refusing what a PID actor cannot be.
@@ -345,8 +430,7 @@ class ActorCritic:
         return {
             "env_args": self.env_args,
             "network_args": self.network_args,
-            "actor_optimizer_args": self.actor_optimizer_args,
-            "critic_optimizer_args": self.critic_optimizer_args,
+            **{f"{role}_optimizer_args": optimizer for role, optimizer in self.optimizer_args.items()},
             "agent_config": self.agent_config,
         }
 

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.agents.base import (
+    ENVIRONMENT,
+    NORMALIZATION,
+    REPLAY_SCHEDULE,
+    ActorCritic,
+    expert_in_agent_units,
+    two_networks,
+)
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training, refuse_with_memory
-from ajax.agents.SAC.action_pipeline import ActionPipelineConfig, checked_action_pipeline
+from ajax.agents.SAC.action_pipeline import checked_action_pipeline
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
 from ajax.buffers import ReplayBuffer
-from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords, warn_inert
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameters, checked_later, count, flag, keywords, number
 from ajax.modules.pid_actor import PIDPolicy
-from ajax.schedule import Schedule
 
 SEQUENCE_DEFAULTS = (16, 8)  # (sequence_length, burn_in): R2D2's burn-in of half a sequence
 
@@ -48,111 +53,93 @@ class SAC(ActorCritic):
         "action",
     }
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "alpha_learning_rate",
-            "gamma",
-            "tau",
-            "alpha_init",
-            "target_entropy",
-            "max_grad_norm",
-        }
+    hyperparameters: ClassVar[Hyperparameters] = (
+        two_networks(3e-4, ("256", "relu", "256", "relu"), pid=True)
+        | keywords(
+            alpha_learning_rate=number(3e-4, sweep=True, doc="the temperature's Adam step size"),
+            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            tau=number(0.005, "(0, 1]", sweep=True, doc="the target critics' Polyak step"),
+            buffer_size=count(1_000_000, doc="transitions the replay holds"),
+            batch_size=count(256, doc="transitions per minibatch"),
+            learning_starts=count(10_000, 0, doc="uniform random actions before this step, updates after"),
+        )
+        | REPLAY_SCHEDULE
+        | keywords(
+            alpha_init=number(1.0, sweep=True, doc="the temperature's initial value"),
+            learn_alpha=flag(True, doc="learn the temperature towards target_entropy (False: hold alpha_init)"),
+            target_entropy=number(
+                None, "(-inf, inf)", sweep=True, optional=True, doc="None: minus the action dimension"
+            ),
+            use_sde=flag(False, doc="explore with gSDE: noise through the actor's last features"),
+            log_std_init=number(-3.0, "(-inf, inf)", doc="gSDE's initial log noise scale (with use_sde=True)"),
+        )
+        | ENVIRONMENT
+        | NORMALIZATION
+        | keywords(
+            expert_policy=checked_later(None, "a function of the observation, or None", doc="docs/extensions.md"),
+            expert_buffer_n_steps=count(0, 0, doc="the expert's steps put in the replay before training"),
+            sequence_length=count(SEQUENCE_DEFAULTS[0], doc="with memory: replayed sequence length"),
+            burn_in=count(SEQUENCE_DEFAULTS[1], 0, doc="with memory: steps that only warm the memory"),
+            stored_state=flag(False, doc="with memory: start sequences from the stored recurrent state"),
+            action_pipeline=checked_later(None, "make_action_pipeline(...), or None", doc="how collection acts"),
+            jsrl_curriculum=checked_later(None, "None", doc="inert: warns, and will be removed"),
+        )
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 1,
-        actor_learning_rate: Schedule = 3e-4,
-        critic_learning_rate: Schedule = 3e-4,
-        alpha_learning_rate: float = 3e-4,
-        actor_architecture: Sequence[str] | PIDPolicy = ("256", "relu", "256", "relu"),
-        critic_architecture: Sequence[str] = ("256", "relu", "256", "relu"),
-        gamma: float = 0.99,
-        tau: float = 0.005,
-        buffer_size: int = 1_000_000,
-        batch_size: int = 256,
-        learning_starts: int = 10_000,
-        train_freq: int = 1,
-        gradient_steps: int = 1,
-        alpha_init: float = 1.0,
-        learn_alpha: bool = True,
-        target_entropy: float | None = None,
-        use_sde: bool = False,
-        log_std_init: float = -3.0,
-        max_grad_norm: float | None = None,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        normalize_observations: bool = False,
-        normalize_rewards: bool = False,
-        expert_policy: Callable[..., Any] | None = None,
-        expert_buffer_n_steps: int = 0,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-        sequence_length: int = SEQUENCE_DEFAULTS[0],
-        burn_in: int = SEQUENCE_DEFAULTS[1],
-        stored_state: bool = False,
-        action_pipeline: ActionPipelineConfig | None = None,
-        jsrl_curriculum: bool | None = None,
-    ) -> None:
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
         warn_inert(
             "SAC",
             "SAC counts each env's steps in its episode when an extension reads them (JSRLCurriculum).",
-            2,  # the caller is a frame further out, past removed_keywords' check
-            jsrl_curriculum=jsrl_curriculum,
+            3,  # the caller is further out, past removed_keywords' check and the declared signature's
+            jsrl_curriculum=s.jsrl_curriculum,
         )
-        self.config = run_config(locals(), self.name, exclude=("jsrl_curriculum",))
-        super().__init__(**shared_arguments(self.config))
-        require_finite_positive(alpha_learning_rate=alpha_learning_rate, alpha_init=alpha_init)
-        require_in_interval("(0, 1]", tau=tau)
-        if target_entropy is not None:
-            require_in_interval("(-inf, inf)", target_entropy=target_entropy)
-        require_in_interval("(-inf, inf)", log_std_init=log_std_init)
-        if log_std_init != -3.0 and not use_sde:
+        self.config.pop("jsrl_curriculum", None)
+        if s.log_std_init != -3.0 and not s.use_sde:
             raise ValueError("log_std_init sets gSDE's initial noise scale: pass use_sde=True with it.")
-        require_counts(buffer_size=buffer_size, batch_size=batch_size)
-        require_counts(0, learning_starts=learning_starts, expert_buffer_n_steps=expert_buffer_n_steps)
-        if use_sde and isinstance(actor_architecture, PIDPolicy):
+        if s.use_sde and isinstance(s.actor_architecture, PIDPolicy):
             raise ValueError(
                 f"{self.name}'s gSDE (use_sde=True) draws its noise through the actor's last hidden features, which a "
                 "PID actor has none of. Drop use_sde=True with PIDPolicy; its log_std_init sets the PID's noise."
             )
         memory = self.network_args.memory
         refuse_with_memory(
-            self.name, memory, expert_policy=expert_policy, expert_buffer_n_steps=expert_buffer_n_steps, use_sde=use_sde
+            self.name,
+            memory,
+            expert_policy=s.expert_policy,
+            expert_buffer_n_steps=s.expert_buffer_n_steps,
+            use_sde=s.use_sde,
         )
         sequences = checked_sequence_training(
             memory,
-            sequence_length,
-            burn_in,
-            stored_state,
+            s.sequence_length,
+            s.burn_in,
+            s.stored_state,
             defaults=SEQUENCE_DEFAULTS,
-            batch_size=batch_size,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            n_envs=n_envs,
+            batch_size=s.batch_size,
+            buffer_size=s.buffer_size,
+            learning_starts=s.learning_starts,
+            n_envs=s.n_envs,
         )
         self.agent_config = SACConfig(
-            gamma=gamma,
-            tau=tau,
-            batch_size=batch_size,
-            buffer_size=int(buffer_size),
-            learning_starts=int(learning_starts),
-            target_entropy=float(-self.env_args.action_dim if target_entropy is None else target_entropy),
-            alpha_init=alpha_init,
-            learn_alpha=learn_alpha,
+            gamma=s.gamma,
+            tau=s.tau,
+            batch_size=s.batch_size,
+            buffer_size=int(s.buffer_size),
+            learning_starts=int(s.learning_starts),
+            target_entropy=float(-self.env_args.action_dim if s.target_entropy is None else s.target_entropy),
+            alpha_init=s.alpha_init,
+            learn_alpha=s.learn_alpha,
             n_critics=2,
-            alpha_learning_rate=alpha_learning_rate,
-            schedule=UpdateSchedule(train_freq, gradient_steps),
-            expert=expert_in_agent_units(expert_policy, self.env_args),
-            expert_buffer_n_steps=checked_expert_buffer(expert_policy, expert_buffer_n_steps, buffer_size),
-            use_sde=bool(use_sde),
-            log_std_init=float(log_std_init),
+            alpha_learning_rate=s.alpha_learning_rate,
+            schedule=UpdateSchedule(s.train_freq, s.gradient_steps),
+            expert=expert_in_agent_units(s.expert_policy, self.env_args),
+            expert_buffer_n_steps=checked_expert_buffer(s.expert_policy, s.expert_buffer_n_steps, s.buffer_size),
+            use_sde=bool(s.use_sde),
+            log_std_init=float(s.log_std_init),
             sequences=sequences,
-            action_pipeline=checked_action_pipeline(self.name, action_pipeline, self.env_args, memory),
+            action_pipeline=checked_action_pipeline(self.name, s.action_pipeline, self.env_args, memory),
         )
         if sequences is None:
-            ReplayBuffer(self.agent_config.buffer_size, batch_size)  # rejects a buffer smaller than a batch
+            ReplayBuffer(self.agent_config.buffer_size, s.batch_size)  # rejects a buffer smaller than a batch
