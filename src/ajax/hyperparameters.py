@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ajax.checks import require_counts, require_in_interval
+from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.schedule import check_learning_rate, check_schedule
 
 Check = Callable[[str, Any], None]
@@ -69,7 +69,10 @@ def number(
     """A real number in `interval` (written as a message shows it: "(0, 1]"); None too when `optional`."""
 
     def check(name: str, value: Any) -> None:
-        require_in_interval(interval, **{name: value})
+        if interval == "(0, inf)":  # said as the rates, norms and scales have always said it
+            require_finite_positive(**{name: value})
+        else:
+            require_in_interval(interval, **{name: value})
 
     return Hyperparameter(
         default,
@@ -222,11 +225,15 @@ class Hyperparameters:
             entry.checked(name, values[name])
         return Settings({**values, **self.fixed})
 
-    def table(self) -> str:
-        """The agents page's table of these keywords, in Markdown: keyword, default, accepts, sweep, meaning."""
+    def table(self, shared: Hyperparameters | None = None) -> str:
+        """These keywords as the agents page shows them, in Markdown: keyword, default, accepts, sweep, meaning.
+
+        A keyword declared exactly as in `shared` (the keywords every agent takes, tabled once) is left out.
+        """
         rows = ["| keyword | default | accepts | sweep | meaning |", "| --- | --- | --- | --- | --- |"]
         for name, entry in self.declared.items():
+            if shared is not None and shared.declared.get(name) == entry:
+                continue
             cells = (f"`{name}`", f"`{entry.default!r}`", entry.accepts, "yes" if entry.sweepable else "", entry.doc)
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         return "\n".join(rows)
-

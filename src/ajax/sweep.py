@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import difflib
-import inspect
 import itertools
 import warnings
 from collections.abc import Mapping, Sequence
@@ -65,7 +64,7 @@ def configurations(
 
 def check_sweepable(agent_cls: type[ActorCritic], names: Sequence[str], fixed: Mapping[str, Any]) -> None:
     """Refuse an unknown argument, one the agent cannot sweep, or one both swept and fixed."""
-    known = [name for name in inspect.signature(agent_cls.__init__).parameters if name not in ("self", "env_id")]
+    known = list(agent_cls.hyperparameters.declared)
     allowed = set(agent_cls.sweepable) | ({"extensions"} & set(known))
     sweepable = sorted(allowed)
     for name in names:

@@ -102,6 +102,10 @@ REPLAY_SCHEDULE = keywords(
 )
 
 
+# The keywords declared alike by the agents that take them, tabled once on the agents page.
+SHARED_KEYWORDS = ENVIRONMENT | NORMALIZATION | REPLAY_SCHEDULE
+
+
 def gradient_clip(default: float | None) -> Hyperparameter:
     return number(
         default, sweep=True, optional=True, doc="clip the gradients' global norm before Adam (None: unclipped)"

@@ -66,15 +66,13 @@ def agent_arguments(
     Raises ValueError naming what is wrong: a malformed --param, a name the agent does not take
     (with the names it takes), or an agent and env the Zoo has no preset for.
     """
-    import inspect
-
     from ajax import zoo as presets
 
     kwargs = presets.preset(agent_class.name, env_id).kwargs if zoo else {}
     if n_envs is not None:
         kwargs["n_envs"] = int(n_envs)
-    # After self, the constructor's first argument is what ENV_ID gives: the env id, or a dataset agent's dataset.
-    accepted = list(inspect.signature(agent_class.__init__).parameters)[2:]
+    # ENV_ID gives the constructor's first argument (the env id, or a dataset agent's dataset); --param the keywords.
+    accepted = list(agent_class.hyperparameters.declared)
     for pair in params:
         name, equals, text = pair.partition("=")
         name = name.strip().replace("-", "_")
