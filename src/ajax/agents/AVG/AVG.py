@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ajax.agents.AVG.state import AVGConfig
 from ajax.agents.AVG.train_AVG import make_train
-from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
-from ajax.checks import require_in_interval
+from ajax.agents.base import ENVIRONMENT, ActorCritic, expert_in_agent_units, two_networks
 from ajax.deprecation import removed_keywords
-from ajax.extensions import LOOP_PHASES, Extension
-from ajax.modules.pid_actor import PIDPolicy
-from ajax.schedule import Schedule
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameters, checked_later, keywords, number
 
 
 @removed_keywords("pid_actor_config")
@@ -31,41 +28,27 @@ class AVG(ActorCritic):
     continuous: ClassVar[bool | None] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "gamma",
-            "alpha",
-            "max_grad_norm",
-        }
+    # AVG normalises observations and scales its TD error itself, as its paper does (state.py,
+    # core.py): it takes no normalize_observations or normalize_rewards.
+    hyperparameters: ClassVar[Hyperparameters] = (
+        two_networks((6.3e-3, 8.7e-3), ("256", "leaky_relu", "256", "leaky_relu"), pid=True)
+        | keywords(
+            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            alpha=number(0.07, "[0, inf)", sweep=True, doc="the entropy weight, held fixed: AVG learns no temperature"),
+        )
+        | ENVIRONMENT
+        | keywords(
+            expert_policy=checked_later(
+                None, "a function of the observation, or None", doc="logs the expert's return beside the agent's"
+            ),
+        )
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 1,
-        actor_learning_rate: Schedule = 6.3e-3,
-        critic_learning_rate: Schedule = 8.7e-3,
-        actor_architecture: Sequence[str] | PIDPolicy = ("256", "leaky_relu", "256", "leaky_relu"),
-        critic_architecture: Sequence[str] = ("256", "leaky_relu", "256", "leaky_relu"),
-        gamma: float = 0.99,
-        alpha: float = 0.07,
-        max_grad_norm: float | None = None,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        expert_policy: Callable[..., Any] | None = None,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        # AVG normalises observations and scales its TD error itself, as its paper does (state.py, core.py).
-        super().__init__(**shared_arguments(self.config, normalize_observations=False, normalize_rewards=False))
-        require_in_interval("[0, inf)", alpha=alpha)
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
         # Single-sample gradients: momentum would average over correlated consecutive steps.
-        self.actor_optimizer_args = dataclasses.replace(self.actor_optimizer_args, b1=0.0)
-        self.critic_optimizer_args = dataclasses.replace(self.critic_optimizer_args, b1=0.0)
+        self.optimizer_args = {role: dataclasses.replace(args, b1=0.0) for role, args in self.optimizer_args.items()}
         self.agent_config = AVGConfig(
-            gamma=float(gamma), alpha=float(alpha), expert=expert_in_agent_units(expert_policy, self.env_args)
+            gamma=float(s.gamma), alpha=float(s.alpha), expert=expert_in_agent_units(s.expert_policy, self.env_args)
         )

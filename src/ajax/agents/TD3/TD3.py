@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
+from ajax.agents.base import (
+    ENVIRONMENT,
+    NORMALIZATION,
+    REPLAY_SCHEDULE,
+    ActorCritic,
+    expert_in_agent_units,
+    two_networks,
+)
 from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training
-from ajax.agents.SAC.action_pipeline import ActionPipelineConfig, checked_action_pipeline
+from ajax.agents.SAC.action_pipeline import checked_action_pipeline
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
 from ajax.buffers import ReplayBuffer
-from ajax.checks import require_counts, require_in_interval
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords
-from ajax.extensions import LOOP_PHASES, Extension
-from ajax.modules.pid_actor import PIDPolicy
-from ajax.schedule import Schedule, check_schedule
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameters, checked_later, count, flag, keywords, number, schedule
 
 SEQUENCE_DEFAULTS = (20, 10)  # (sequence_length, burn_in): five sequences in TD3's batch of 100
 
@@ -41,85 +45,68 @@ class TD3(ActorCritic):
     discounted_q_critic: ClassVar[bool] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "gamma",
-            "tau",
-            "target_policy_noise",
-            "target_noise_clip",
-            "exploration_noise",
-            "max_grad_norm",
-        }
+    hyperparameters: ClassVar[Hyperparameters] = (
+        two_networks(1e-3, ("400", "relu", "300", "relu"), pid=True)
+        | keywords(
+            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            tau=number(0.005, "(0, 1]", sweep=True, doc="the target networks' Polyak step"),
+            buffer_size=count(1_000_000, doc="transitions the replay holds"),
+            batch_size=count(100, doc="transitions per minibatch"),
+            learning_starts=count(10_000, 0, doc="uniform random actions before this step, updates after"),
+        )
+        | REPLAY_SCHEDULE
+        | keywords(
+            policy_delay=count(2, doc="critic updates per actor and target update: the critics settle first"),
+            target_policy_noise=number(
+                0.2, "[0, inf)", sweep=True, doc="noise on the target action, so the target smooths over a sharp Q"
+            ),
+            target_noise_clip=number(0.5, "[0, inf)", sweep=True, doc="the target noise's bound, in action units"),
+            exploration_noise=schedule(0.1, doc="the Gaussian exploration noise's scale, in [-1, 1] action units"),
+        )
+        | ENVIRONMENT
+        | NORMALIZATION
+        | keywords(
+            expert_policy=checked_later(
+                None, "a function of the observation, or None", doc="logs the expert's return beside the agent's"
+            ),
+            sequence_length=count(SEQUENCE_DEFAULTS[0], doc="with memory: replayed sequence length"),
+            burn_in=count(SEQUENCE_DEFAULTS[1], 0, doc="with memory: steps that only warm the memory"),
+            stored_state=flag(False, doc="with memory: start sequences from the stored recurrent state"),
+            action_pipeline=checked_later(
+                None, "make_action_pipeline(...), or None", doc="SAC's: expert-guided exploration around TD3's noise"
+            ),
+        )
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 1,
-        actor_learning_rate: Schedule = 1e-3,
-        critic_learning_rate: Schedule = 1e-3,
-        actor_architecture: Sequence[str] | PIDPolicy = ("400", "relu", "300", "relu"),
-        critic_architecture: Sequence[str] = ("400", "relu", "300", "relu"),
-        gamma: float = 0.99,
-        tau: float = 0.005,
-        buffer_size: int = 1_000_000,
-        batch_size: int = 100,
-        learning_starts: int = 10_000,
-        train_freq: int = 1,
-        gradient_steps: int = 1,
-        policy_delay: int = 2,
-        target_policy_noise: float = 0.2,
-        target_noise_clip: float = 0.5,
-        exploration_noise: Schedule = 0.1,
-        max_grad_norm: float | None = None,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        normalize_observations: bool = False,
-        normalize_rewards: bool = False,
-        expert_policy: Callable[..., Any] | None = None,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-        sequence_length: int = SEQUENCE_DEFAULTS[0],
-        burn_in: int = SEQUENCE_DEFAULTS[1],
-        stored_state: bool = False,
-        action_pipeline: ActionPipelineConfig | None = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        super().__init__(**shared_arguments(self.config))
-        require_counts(buffer_size=buffer_size, batch_size=batch_size, policy_delay=policy_delay)
-        require_counts(0, learning_starts=learning_starts)
-        require_in_interval("(0, 1]", tau=tau)
-        require_in_interval("[0, inf)", target_policy_noise=target_policy_noise, target_noise_clip=target_noise_clip)
-        check_schedule("exploration_noise", exploration_noise)
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
         memory = self.network_args.memory
         sequences = checked_sequence_training(
             memory,
-            sequence_length,
-            burn_in,
-            stored_state,
+            s.sequence_length,
+            s.burn_in,
+            s.stored_state,
             defaults=SEQUENCE_DEFAULTS,
-            batch_size=batch_size,
-            buffer_size=buffer_size,
-            learning_starts=learning_starts,
-            n_envs=n_envs,
+            batch_size=s.batch_size,
+            buffer_size=s.buffer_size,
+            learning_starts=s.learning_starts,
+            n_envs=s.n_envs,
         )
         if sequences is None:
-            ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
+            ReplayBuffer(int(s.buffer_size), s.batch_size)  # rejects a buffer smaller than a batch
         self.agent_config = TD3Config(
-            gamma=gamma,
-            tau=tau,
-            batch_size=batch_size,
-            buffer_size=int(buffer_size),
-            learning_starts=int(learning_starts),
-            policy_delay=int(policy_delay),
-            target_policy_noise=float(target_policy_noise),
-            target_noise_clip=float(target_noise_clip),
-            exploration_noise=exploration_noise,
-            schedule=UpdateSchedule(train_freq, gradient_steps),
-            expert=expert_in_agent_units(expert_policy, self.env_args),
+            gamma=s.gamma,
+            tau=s.tau,
+            batch_size=s.batch_size,
+            buffer_size=int(s.buffer_size),
+            learning_starts=int(s.learning_starts),
+            policy_delay=int(s.policy_delay),
+            target_policy_noise=float(s.target_policy_noise),
+            target_noise_clip=float(s.target_noise_clip),
+            exploration_noise=s.exploration_noise,
+            schedule=UpdateSchedule(s.train_freq, s.gradient_steps),
+            expert=expert_in_agent_units(s.expert_policy, self.env_args),
             sequences=sequences,
-            action_pipeline=checked_action_pipeline(self.name, action_pipeline, self.env_args, memory),
+            action_pipeline=checked_action_pipeline(self.name, s.action_pipeline, self.env_args, memory),
         )
