@@ -54,8 +54,8 @@ def agent_parts(parts_class, agent):
     return parts_class(
         agent.env_args,
         agent.network_args,
-        agent.actor_optimizer_args,
-        agent.critic_optimizer_args,
+        agent.optimizer_args["actor"],
+        agent.optimizer_args["critic"],
         agent.agent_config,
         agent.extensions,
     )

@@ -273,7 +273,7 @@ def test_the_contextual_controller_has_the_papers_settings():
         True,
         0.0,
     )
-    optimizer = agent.actor_optimizer_args
+    optimizer = agent.optimizer_args["actor"]
     assert (optimizer.learning_rate, optimizer.b1, optimizer.b2, optimizer.max_grad_norm) == (5e-4, 0.9, 0.95, 1.0)
     assert agent.env_args.max_episode_steps == 100  # the task's episode, not the plant's 200
     assert config.warmup(100_000) == 5_000 and config.warmup(1_000) == 100  # the paper's, or a tenth of the run

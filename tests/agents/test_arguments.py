@@ -61,6 +61,8 @@ COUNT = "be a positive integer"
 COUNT_FROM_0 = "be an integer >= 0"
 ABOVE_0 = "be a finite number above 0"
 RATE = "be a finite number above 0 or a schedule of the update count"
+# `learning_rate`: a one-network agent's rate (`one_network`) takes a schedule, a world model's own a number.
+ONE_RATE = "be a finite number above 0(?: or a schedule of the update count)?"
 AT_LEAST_0 = r"lie in \[0, inf\)"
 UNIT = r"lie in \[0, 1\]"
 UNIT_ABOVE_0 = r"lie in \(0, 1\]"
@@ -80,8 +82,8 @@ MISTAKES = [
     ("actor_learning_rate", INF, RATE),
     ("actor_learning_rate", True, RATE),
     ("critic_learning_rate", -1e-3, RATE),
-    ("learning_rate", NAN, ABOVE_0),
-    ("learning_rate", True, ABOVE_0),
+    ("learning_rate", NAN, ONE_RATE),
+    ("learning_rate", True, ONE_RATE),
     ("max_grad_norm", -1.0, ABOVE_0),
     ("max_grad_norm", 0.0, ABOVE_0),
     ("gamma", 1.5, UNIT_ABOVE_0),

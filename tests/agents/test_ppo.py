@@ -149,7 +149,7 @@ REACHES = {
 def fresh_params(agent_class, env, **initializers) -> dict:
     """The fresh actor's and critic's parameters of a tiny agent (seed 0), by network/module/parameter."""
     agent = agent_class(env, actor_architecture=TINY, critic_architecture=TINY, n_steps=64, **initializers)
-    args = (agent.env_args, agent.network_args, agent.actor_optimizer_args, agent.critic_optimizer_args)
+    args = (agent.env_args, agent.network_args, agent.optimizer_args["actor"], agent.optimizer_args["critic"])
     state = ProximalActorCritic(*args, agent.agent_config, agent.extensions).init(jax.random.PRNGKey(0))
     networks = {"actor": state.actor_state.params["params"], "critic": state.critic_state.params["params"]}
     return {

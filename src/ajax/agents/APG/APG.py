@@ -3,21 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ajax.agents.APG.state import APGConfig
 from ajax.agents.APG.train_APG import VisitedStates, make_train
-from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
-from ajax.checks import in_interval, require_counts, require_in_interval
+from ajax.agents.base import ARCHITECTURE, ENVIRONMENT, ActorCritic, field_names, gradient_clip
+from ajax.checks import in_interval
 from ajax.environments.differentiable import with_gradients
 from ajax.environments.system_class import SystemClass, SystemClassWrapper
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import (
+    Hyperparameter,
+    Hyperparameters,
+    checked_later,
+    choice,
+    count,
+    flag,
+    keywords,
+    learning_rate,
+    number,
+)
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.memory import MemoryConfig
-from ajax.schedule import Schedule
 
 LR_SCHEDULES = (None, "warmup_cosine")
+
+
+def _betas(name: str, betas: Any) -> None:
+    if not (isinstance(betas, tuple | list) and len(betas) == 2 and all(in_interval("[0, 1)", b) for b in betas)):
+        raise ValueError(f"{name} must be Adam's two decay rates (b1, b2), each in [0, 1), got {betas!r}.")
 
 
 class APG(ActorCritic):
@@ -49,80 +63,57 @@ class APG(ActorCritic):
     batch_fields: ClassVar[frozenset[str]] = field_names(VisitedStates)
     update_metrics: ClassVar[bool] = True
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "max_grad_norm",
-            "weight_decay",
-        }
+    networks: ClassVar[dict[str, tuple[str, str]]] = {"actor": ("actor_learning_rate", "actor_architecture")}
+    hyperparameters: ClassVar[Hyperparameters] = (
+        keywords(
+            actor_learning_rate=learning_rate(1e-4, doc="the policy's AdamW peak step size"),
+            actor_architecture=checked_later(
+                ("32", "silu", "32", "silu", "32", "silu", "32", "silu"),
+                f"{ARCHITECTURE}, or PIDPolicy",
+                doc="the policy's hidden layers (PIDPolicy: a PID on the env's error terms)",
+            ),
+            max_grad_norm=gradient_clip(1.0),
+        )
+        | keywords(
+            horizon=count(32, doc="steps each update back-propagates through"),
+            lr_schedule=choice(None, LR_SCHEDULES, doc="'warmup_cosine': warm up, then a cosine to a tenth"),
+            warmup_updates=count(0, 0, optional=True, doc="the warm-up's updates (None: 5,000, or a tenth of the run)"),
+            betas=Hyperparameter((0.7, 0.95), _betas, "two numbers in [0, 1)", doc="AdamW's decay rates (b1, b2)"),
+            weight_decay=number(0.0, "[0, inf)", sweep=True, doc="AdamW's decoupled weight decay (0: Adam)"),
+            pid_head=flag(False, doc="end the actor in a PID layer with learned gains, carried through each episode"),
+        )
+        | ENVIRONMENT.with_defaults(n_envs=16)
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 16,
-        actor_learning_rate: Schedule = 1e-4,
-        actor_architecture: Sequence[str] | PIDPolicy = ("32", "silu", "32", "silu", "32", "silu", "32", "silu"),
-        horizon: int = 32,
-        max_grad_norm: float | None = 1.0,
-        lr_schedule: str | None = None,
-        warmup_updates: int | None = 0,
-        betas: tuple[float, float] = (0.7, 0.95),
-        weight_decay: float = 0.0,
-        pid_head: bool = False,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        super().__init__(
-            **shared_arguments(
-                self.config,
-                critic_learning_rate=actor_learning_rate,  # no critic: nothing reads it
-                critic_architecture=(),
-                normalize_observations=False,
-                normalize_rewards=False,
-            )
-        )
-        require_counts(horizon=horizon)
-        if warmup_updates is not None:
-            require_counts(0, warmup_updates=warmup_updates)
-        if lr_schedule not in LR_SCHEDULES:
-            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}.")
-        if lr_schedule is not None and callable(actor_learning_rate):
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        if s.lr_schedule is not None and callable(s.actor_learning_rate):
             raise ValueError(
-                f"lr_schedule={lr_schedule!r} schedules actor_learning_rate from its peak: give the peak as a number, "
-                f"or drop lr_schedule and keep the schedule {actor_learning_rate!r}."
+                f"lr_schedule={s.lr_schedule!r} schedules actor_learning_rate from its peak: give the peak as a "
+                f"number, or drop lr_schedule and keep the schedule {s.actor_learning_rate!r}."
             )
-        if warmup_updates != 0 and lr_schedule is None:
+        if s.warmup_updates != 0 and s.lr_schedule is None:
             raise ValueError("warmup_updates warms the learning rate up: pass lr_schedule='warmup_cosine' with it.")
-        if not (isinstance(betas, tuple | list) and len(betas) == 2 and all(in_interval("[0, 1)", b) for b in betas)):
-            raise ValueError(f"betas must be Adam's two decay rates (b1, b2), each in [0, 1), got {betas!r}.")
-        require_in_interval("[0, inf)", weight_decay=weight_decay)
-        if not isinstance(pid_head, bool):
-            raise ValueError(f"pid_head must be True or False, got {pid_head!r}.")
-        if pid_head and isinstance(actor_architecture, PIDPolicy):
+        if s.pid_head and isinstance(s.actor_architecture, PIDPolicy):
             raise ValueError(
                 "APG's actor_architecture=PIDPolicy(...) is a PID on the env's error terms already; pid_head=True "
                 "ends a network of layer strings in a PID layer. Choose one."
             )
-        if pid_head and self.extensions.extensions:
+        if s.pid_head and self.extensions.extensions:
             raise ValueError(
                 "APG with pid_head=True takes no extensions yet: ImitationLoss reads a feed-forward actor. "
                 "Drop pid_head or the extensions."
             )
         self.env_args = dataclasses.replace(self.env_args, env=with_gradients(self.env_args.env))
-        self.actor_optimizer_args = dataclasses.replace(
-            self.actor_optimizer_args, b1=float(betas[0]), b2=float(betas[1])
-        )
+        b1, b2 = (float(beta) for beta in s.betas)
+        self.optimizer_args["actor"] = dataclasses.replace(self.optimizer_args["actor"], b1=b1, b2=b2)
         self.agent_config = APGConfig(
-            horizon=int(horizon),
-            lr_schedule=lr_schedule,
-            warmup_updates=None if warmup_updates is None else int(warmup_updates),
-            weight_decay=float(weight_decay),
-            pid_head=pid_head,
+            horizon=int(s.horizon),
+            lr_schedule=s.lr_schedule,
+            warmup_updates=None if s.warmup_updates is None else int(s.warmup_updates),
+            weight_decay=float(s.weight_decay),
+            pid_head=s.pid_head,
         )
 
     def rollout_steps(self) -> int:

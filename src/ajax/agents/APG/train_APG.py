@@ -101,12 +101,10 @@ def make_train(
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
     actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
     agent_config: APGConfig,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del critic_optimizer_args  # APG has no critic
     config = agent_config
     n_envs = env_args.n_envs
     stateful = network_args.memory is not None or config.pid_head

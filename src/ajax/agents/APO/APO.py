@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import fields
 from typing import Any, ClassVar
 
 from ajax.agents.APO.state import APOConfig
 from ajax.agents.APO.train_APO import make_train
-from ajax.agents.base import ActorCritic, expert_in_agent_units, field_names, run_config, shared_arguments
-from ajax.agents.PPO.PPO import check_clipped_epochs, checked_initializers
-from ajax.agents.PPO.state import Initializer
+from ajax.agents.base import NORMALIZATION, ActorCritic, expert_in_agent_units, field_names
+from ajax.agents.PPO.PPO import (
+    CLIPPED_EPOCHS,
+    GAE_LAMBDA,
+    INITIALIZERS,
+    PROXIMAL_ENVIRONMENT,
+    PROXIMAL_NETWORKS,
+    check_rollout_split,
+    checked_initializers,
+)
 from ajax.agents.PPO.train_PPO import Minibatch
-from ajax.checks import require_in_interval
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords
-from ajax.extensions import LOOP_PHASES, Extension
-from ajax.modules.pid_actor import PIDPolicy
-from ajax.schedule import Schedule
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameters, checked_later, keywords, number
 
 
 @removed_keywords(*CLONING_KEYWORDS, "pid_actor_config")
@@ -37,74 +41,42 @@ class APO(ActorCritic):
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Minibatch)  # PPO's clipped epochs
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "gae_lambda",
-            "clip_range",
-            "ent_coef",
-            "vf_coef",
-            "average_reward_step",
-            "nu",
-            "max_grad_norm",
-        }
+    # PPO's keywords less the discount (fixed at 1) and the recurrent ones (APO has no memory);
+    # of the initialisers, the mean's weights keep PPO's default.
+    hyperparameters: ClassVar[Hyperparameters] = (
+        PROXIMAL_NETWORKS
+        | GAE_LAMBDA
+        | CLIPPED_EPOCHS
+        | keywords(
+            average_reward_step=number(
+                0.1, "(0, 1]", sweep=True, doc="the reward rate rho's step towards each rollout's mean reward"
+            ),
+            nu=number(
+                0.1, "[0, inf)", sweep=True, doc="weight of the penalty nu (E[V])^2 that keeps V's level (0: off)"
+            ),
+        )
+        | PROXIMAL_ENVIRONMENT
+        | NORMALIZATION
+        | keywords(
+            expert_policy=checked_later(
+                None, "a function of the observation, or None", doc="an expert whose return is logged beside APO's"
+            ),
+        )
+        | INITIALIZERS.fixing(mean_kernel_init=None)
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 4,
-        actor_learning_rate: Schedule = 3e-4,
-        critic_learning_rate: Schedule = 3e-4,
-        actor_architecture: Sequence[str] | PIDPolicy = ("128", "tanh", "128", "tanh"),
-        critic_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
-        gae_lambda: float = 0.95,
-        n_steps: int = 2048,
-        batch_size: int = 64,
-        n_epochs: int = 10,
-        clip_range: Schedule = 0.2,
-        ent_coef: float = 0.0,
-        vf_coef: float = 0.5,
-        normalize_advantage: bool = True,
-        average_reward_step: float = 0.1,
-        nu: float = 0.1,
-        max_grad_norm: float | None = 0.5,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        normalize_observations: bool = False,
-        normalize_rewards: bool = False,
-        expert_policy: Callable[..., Any] | None = None,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-        encoder_kernel_init: Initializer | None = None,
-        actor_bias_init: Initializer | None = None,
-        critic_bias_init: Initializer | None = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        super().__init__(**shared_arguments(self.config))
-        check_clipped_epochs(n_steps, n_envs, batch_size, n_epochs, clip_range)
-        require_in_interval("[0, 1]", gae_lambda=gae_lambda)
-        # The step of rho <- rho + step * (mean rollout reward - rho); nu weighs nu * (E[V])^2 (0 turns it off).
-        require_in_interval("(0, 1]", average_reward_step=average_reward_step)
-        require_in_interval("[0, inf)", ent_coef=ent_coef, vf_coef=vf_coef, nu=nu)
-        # The settings are the constructor's own arguments; the discount is fixed at 1.
-        settings = {
-            f.name: self.config[f.name]
-            for f in fields(APOConfig)
-            if f.name not in ("gamma", "expert", "bptt_length", "n_minibatches", "initializers")
-        }
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        check_rollout_split(s.n_steps, s.n_envs, s.batch_size)
+        # The settings are the keywords of the same names; the discount is fixed at 1.
+        own = {f.name: s[f.name] for f in fields(APOConfig) if f.name in self.hyperparameters.declared}
         initializers = checked_initializers(
-            self.env_args,
-            actor_architecture,
-            encoder_kernel_init=encoder_kernel_init,
-            actor_bias_init=actor_bias_init,
-            critic_bias_init=critic_bias_init,
+            self.env_args, s.actor_architecture, **{name: s[name] for name in INITIALIZERS.declared}
         )
         self.agent_config = APOConfig(
             gamma=1.0,
-            expert=expert_in_agent_units(expert_policy, self.env_args),
+            expert=expert_in_agent_units(s.expert_policy, self.env_args),
             initializers=initializers,
-            **settings,
+            **own,
         )

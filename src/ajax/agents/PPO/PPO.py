@@ -5,25 +5,58 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
+from ajax.agents.base import ENVIRONMENT, NORMALIZATION, ActorCritic, field_names, two_networks
 from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
-from ajax.checks import require_counts, require_in_interval
 from ajax.deprecation import removed_keywords, renamed_keywords
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameter, Hyperparameters, count, flag, keywords, number, schedule
 from ajax.modules.pid_actor import PIDPolicy
-from ajax.schedule import Schedule, check_schedule
 from ajax.state import EnvironmentConfig
 
 
-def check_clipped_epochs(
-    n_steps: int, n_envs: int, batch_size: int, n_epochs: int, clip_range: Schedule, recurrent: bool = False
-) -> None:
-    """The rollout and epoch settings PPO and its descendants refuse before anything compiles.
+def _initializer(name: str, value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(
+            f"{name} takes a flax initialiser, a function of (key, shape, dtype), e.g. "
+            f"flax.linen.initializers.zeros or ajax.networks.initializers.orthogonal(1.0); got {value!r}."
+        )
+
+
+def initializer(doc: str) -> Hyperparameter:
+    """A flax initialiser replacing one of PPO's (`ProximalInitializers`); None keeps PPO's own."""
+    return Hyperparameter(None, _initializer, "a function of (key, shape, dtype), or None", doc=doc)
+
+
+# What PPO and APO share: their networks, GAE's lambda, the clipped epochs over each rollout,
+# the env copies and the initialisers (APO's keywords are these, less the discount).
+PROXIMAL_NETWORKS = two_networks(3e-4, ("128", "tanh", "128", "tanh"), 0.5, pid=True)
+GAE_LAMBDA = keywords(
+    gae_lambda=number(0.95, "[0, 1]", sweep=True, doc="GAE's lambda: lower trades the advantages' variance for bias"),
+)
+CLIPPED_EPOCHS = keywords(
+    n_steps=count(2048, doc="steps each env copy collects per rollout"),
+    batch_size=count(64, doc="transitions per minibatch (must divide n_steps * n_envs)"),
+    n_epochs=count(10, doc="passes over each rollout, each on a fresh shuffle"),
+    clip_range=schedule(0.2, doc="how far the probability ratio may move before the surrogate stops rewarding it"),
+    ent_coef=number(0.0, "[0, inf)", sweep=True, doc="weight of the entropy bonus, which keeps the policy exploring"),
+    vf_coef=number(0.5, "[0, inf)", sweep=True, doc="weight of the critic's squared value error"),
+    normalize_advantage=flag(True, doc="advantages standardised per minibatch, so the step size ignores reward scale"),
+)
+PROXIMAL_ENVIRONMENT = ENVIRONMENT.with_defaults(n_envs=4)
+INITIALIZERS = keywords(
+    encoder_kernel_init=initializer("every hidden layer's weights (None: orthogonal, gain sqrt 2)"),
+    actor_bias_init=initializer("the actor's output bias (None: zeros)"),
+    critic_bias_init=initializer("the critic's value bias (None: zeros)"),
+    mean_kernel_init=initializer("the Gaussian mean's weights (None: orthogonal, gain 0.01); continuous actions"),
+)
+
+
+def check_rollout_split(n_steps: int, n_envs: int, batch_size: int, recurrent: bool = False) -> None:
+    """Refuse a batch_size that does not divide the rollout, PPO's and APO's, before anything compiles.
 
     A recurrent rollout trains as whole sequences, so `batch_size` need not divide it.
     """
-    require_counts(n_steps=n_steps, n_epochs=n_epochs, batch_size=batch_size)
     rollout = n_steps * n_envs
     if rollout % batch_size and not recurrent:
         divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and 16 <= d <= 4096]
@@ -31,14 +64,12 @@ def check_clipped_epochs(
             f"batch_size={batch_size} does not divide the rollout of n_steps * n_envs = {n_steps} * {n_envs} "
             f"= {rollout} transitions. Pick a divisor, e.g. one of {divisors[:8]}."
         )
-    check_schedule("clip_range", clip_range)
 
 
 def checked_bptt_length(bptt_length: int | None, n_steps: int, memory: Any) -> int | None:
     """Truncated BPTT's sequence length: with memory only, dividing the rollout."""
     if bptt_length is None:
         return None
-    require_counts(bptt_length=bptt_length)
     if memory is None:
         raise ValueError("bptt_length cuts a recurrent PPO's rollouts into sequences: it needs memory=.")
     if n_steps % bptt_length:
@@ -54,7 +85,6 @@ def checked_recurrent_minibatches(
     n_minibatches: int, n_envs: int, n_steps: int, bptt_length: int | None, memory: Any
 ) -> int:
     """How many minibatches a recurrent PPO splits its sequences into: a divisor of their number."""
-    require_counts(n_minibatches=n_minibatches)
     if memory is None:
         if n_minibatches != 1:
             raise ValueError(
@@ -76,17 +106,12 @@ def checked_recurrent_minibatches(
 def checked_initializers(
     env_args: EnvironmentConfig, actor_architecture: Sequence[str] | PIDPolicy, **initializers: Initializer | None
 ) -> ProximalInitializers:
-    """PPO's and APO's initialisers, refusing one that is no function or that no parameter would take.
+    """PPO's and APO's initialisers, refusing one that no parameter would take (`initializer`
+    refuses one that is no function).
 
     The mean's layer exists only on a Gaussian actor of layer strings, and a PID actor has
     no output layer of its own: it starts from its gains.
     """
-    for name, init in initializers.items():
-        if init is not None and not callable(init):
-            raise TypeError(
-                f"{name} takes a flax initialiser, a function of (key, shape, dtype), e.g. "
-                f"flax.linen.initializers.zeros or ajax.networks.initializers.orthogonal(1.0); got {init!r}."
-            )
     if initializers.get("mean_kernel_init") is not None and not env_args.continuous:
         raise ValueError(
             f"mean_kernel_init starts a Gaussian actor's mean, and {env_args.env.name}'s actions are discrete (a "
@@ -123,74 +148,40 @@ class PPO(ActorCritic):
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Minibatch)
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "actor_learning_rate",
-            "critic_learning_rate",
-            "gamma",
-            "gae_lambda",
-            "clip_range",
-            "ent_coef",
-            "vf_coef",
-            "max_grad_norm",
-        }
+    hyperparameters: ClassVar[Hyperparameters] = (
+        PROXIMAL_NETWORKS
+        | keywords(gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"))
+        | GAE_LAMBDA
+        | CLIPPED_EPOCHS
+        | PROXIMAL_ENVIRONMENT
+        | NORMALIZATION
+        | keywords(
+            bptt_length=count(
+                None, optional=True, doc="with memory: sequence length, a divisor of n_steps (None: whole)"
+            ),
+            n_minibatches=count(1, doc="with memory: minibatches of whole sequences per epoch (batch_size unused)"),
+        )
+        | INITIALIZERS
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 4,
-        actor_learning_rate: Schedule = 3e-4,
-        critic_learning_rate: Schedule = 3e-4,
-        actor_architecture: Sequence[str] | PIDPolicy = ("128", "tanh", "128", "tanh"),
-        critic_architecture: Sequence[str] = ("128", "tanh", "128", "tanh"),
-        gamma: float = 0.99,
-        gae_lambda: float = 0.95,
-        n_steps: int = 2048,
-        batch_size: int = 64,
-        n_epochs: int = 10,
-        clip_range: Schedule = 0.2,
-        ent_coef: float = 0.0,
-        vf_coef: float = 0.5,
-        normalize_advantage: bool = True,
-        max_grad_norm: float | None = 0.5,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        normalize_observations: bool = False,
-        normalize_rewards: bool = False,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-        bptt_length: int | None = None,
-        n_minibatches: int = 1,
-        encoder_kernel_init: Initializer | None = None,
-        actor_bias_init: Initializer | None = None,
-        critic_bias_init: Initializer | None = None,
-        mean_kernel_init: Initializer | None = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        super().__init__(**shared_arguments(self.config))
-        check_clipped_epochs(n_steps, n_envs, batch_size, n_epochs, clip_range, recurrent=memory is not None)
-        require_in_interval("[0, 1]", gae_lambda=gae_lambda)
-        require_in_interval("[0, inf)", ent_coef=ent_coef, vf_coef=vf_coef)
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        memory = self.network_args.memory
+        check_rollout_split(s.n_steps, s.n_envs, s.batch_size, recurrent=memory is not None)
         self.agent_config = PPOConfig(
-            n_steps=n_steps,
-            batch_size=batch_size,
-            n_epochs=n_epochs,
-            clip_range=clip_range,
-            gamma=gamma,
-            gae_lambda=gae_lambda,
-            ent_coef=ent_coef,
-            vf_coef=vf_coef,
-            normalize_advantage=normalize_advantage,
-            bptt_length=checked_bptt_length(bptt_length, n_steps, self.network_args.memory),
-            n_minibatches=checked_recurrent_minibatches(n_minibatches, n_envs, n_steps, bptt_length, memory),
+            n_steps=s.n_steps,
+            batch_size=s.batch_size,
+            n_epochs=s.n_epochs,
+            clip_range=s.clip_range,
+            gamma=s.gamma,
+            gae_lambda=s.gae_lambda,
+            ent_coef=s.ent_coef,
+            vf_coef=s.vf_coef,
+            normalize_advantage=s.normalize_advantage,
+            bptt_length=checked_bptt_length(s.bptt_length, s.n_steps, memory),
+            n_minibatches=checked_recurrent_minibatches(s.n_minibatches, s.n_envs, s.n_steps, s.bptt_length, memory),
             initializers=checked_initializers(
-                self.env_args,
-                actor_architecture,
-                encoder_kernel_init=encoder_kernel_init,
-                actor_bias_init=actor_bias_init,
-                critic_bias_init=critic_bias_init,
-                mean_kernel_init=mean_kernel_init,
+                self.env_args, s.actor_architecture, **{name: s[name] for name in INITIALIZERS.declared}
             ),
         )

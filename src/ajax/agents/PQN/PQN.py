@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ENVIRONMENT, NORMALIZATION, ActorCritic, one_network
 from ajax.agents.PQN.state import PQNConfig
 from ajax.agents.PQN.train_PQN import make_train
-from ajax.checks import require_counts, require_finite_positive, require_in_interval
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameters, count, keywords, number
 
 
 class PQN(ActorCritic):
@@ -25,70 +24,39 @@ class PQN(ActorCritic):
     continuous: ClassVar[bool | None] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "learning_rate",
-            "gamma",
-            "q_lambda",
-            "exploration_initial_eps",
-            "exploration_final_eps",
-            "max_grad_norm",
-        }
+    networks: ClassVar[dict[str, tuple[str, str]]] = {"critic": ("learning_rate", "architecture")}
+    hyperparameters: ClassVar[Hyperparameters] = (
+        one_network(2.5e-4, ("128", "relu", "128", "relu"), 10.0)
+        | keywords(
+            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            q_lambda=number(0.65, "[0, 1]", sweep=True, doc="Q(lambda)'s lambda: lower trades variance for bias"),
+            n_steps=count(128, doc="steps each env copy collects per rollout"),
+            n_epochs=count(4, doc="passes over each rollout"),
+            n_minibatches=count(4, doc="minibatches per epoch (must divide n_steps * n_envs)"),
+            exploration_fraction=number(0.5, "(0, 1]", doc="the run's share over which epsilon falls"),
+            exploration_initial_eps=number(1.0, "[0, 1]", sweep=True, doc="epsilon at the start: all random"),
+            exploration_final_eps=number(0.05, "[0, 1]", sweep=True, doc="epsilon once the fall ends"),
+        )
+        | ENVIRONMENT.with_defaults(n_envs=8)
+        | NORMALIZATION
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 8,
-        learning_rate: float = 2.5e-4,
-        architecture: Sequence[str] = ("128", "relu", "128", "relu"),
-        gamma: float = 0.99,
-        q_lambda: float = 0.65,
-        n_steps: int = 128,
-        n_epochs: int = 4,
-        n_minibatches: int = 4,
-        exploration_fraction: float = 0.5,
-        exploration_initial_eps: float = 1.0,
-        exploration_final_eps: float = 0.05,
-        max_grad_norm: float | None = 10.0,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        normalize_observations: bool = False,
-        normalize_rewards: bool = False,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        require_finite_positive(learning_rate=learning_rate)  # the base would name it actor_learning_rate
-        super().__init__(
-            **shared_arguments(
-                self.config,
-                actor_learning_rate=learning_rate,
-                critic_learning_rate=learning_rate,
-                actor_architecture=architecture,
-                critic_architecture=architecture,
-            )
-        )
-        require_counts(n_steps=n_steps, n_epochs=n_epochs, n_minibatches=n_minibatches)
-        rollout = n_steps * n_envs
-        if rollout % n_minibatches:
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        rollout = s.n_steps * s.n_envs
+        if rollout % s.n_minibatches:
             raise ValueError(
-                f"n_minibatches={n_minibatches} does not divide the rollout of n_steps * n_envs = {n_steps} * "
-                f"{n_envs} = {rollout} transitions. Pick n_steps and n_minibatches so that it does."
+                f"n_minibatches={s.n_minibatches} does not divide the rollout of n_steps * n_envs = {s.n_steps} * "
+                f"{s.n_envs} = {rollout} transitions. Pick n_steps and n_minibatches so that it does."
             )
-        require_in_interval("[0, 1]", q_lambda=q_lambda)
-        require_in_interval("(0, 1]", exploration_fraction=exploration_fraction)
-        require_in_interval(
-            "[0, 1]", exploration_initial_eps=exploration_initial_eps, exploration_final_eps=exploration_final_eps
-        )
         self.agent_config = PQNConfig(
-            n_steps=n_steps,
-            n_epochs=n_epochs,
-            n_minibatches=n_minibatches,
-            gamma=gamma,
-            q_lambda=q_lambda,
-            exploration_fraction=exploration_fraction,
-            exploration_initial_eps=exploration_initial_eps,
-            exploration_final_eps=exploration_final_eps,
+            n_steps=s.n_steps,
+            n_epochs=s.n_epochs,
+            n_minibatches=s.n_minibatches,
+            gamma=s.gamma,
+            q_lambda=s.q_lambda,
+            exploration_fraction=s.exploration_fraction,
+            exploration_initial_eps=s.exploration_initial_eps,
+            exploration_final_eps=s.exploration_final_eps,
         )

@@ -37,13 +37,11 @@ def make_train(
     *,
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
     critic_optimizer_args: OptimizerConfig,
     agent_config: PQNConfig,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del actor_optimizer_args  # PQN has no actor: its policy is epsilon-greedy in its Q-network
     config = agent_config
     q_network = DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim, layer_norm=True)
     epsilon = linear(
