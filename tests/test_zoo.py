@@ -27,8 +27,8 @@ def realized(agent, name: str):
     schedule = getattr(config, "schedule", None)
     readers = {
         "n_envs": lambda: agent.env_args.n_envs,
-        "learning_rate": lambda: agent.critic_optimizer_args.learning_rate,
-        "max_grad_norm": lambda: agent.critic_optimizer_args.max_grad_norm,
+        "learning_rate": lambda: agent.optimizer_args["critic"].learning_rate,
+        "max_grad_norm": lambda: agent.optimizer_args["critic"].max_grad_norm,
         "net_arch": lambda: tuple(int(width) for width in agent.network_args.critic_architecture[::2]),
         "train_freq": lambda: schedule.train_freq,
         "gradient_steps": lambda: schedule.gradient_steps,
@@ -49,9 +49,11 @@ def test_every_preset_builds_its_agent_with_every_zoo_setting(key):
     for name, value in preset.settings.items():
         expected = start(value)
         assert realized(agent, name) == (pytest.approx(expected) if isinstance(expected, float) else expected), name
-    # Both networks alike, and the actor's rate the critic's.
-    assert agent.network_args.actor_architecture == agent.network_args.critic_architecture
-    assert agent.actor_optimizer_args.learning_rate == agent.critic_optimizer_args.learning_rate
+    # Both networks alike, and the actor's rate the critic's (DQN builds its Q-network alone).
+    layers = [getattr(agent.network_args, f"{role}_architecture") for role in agent.networks]
+    assert all(architecture == layers[0] for architecture in layers)
+    rates = [optimizer.learning_rate for optimizer in agent.optimizer_args.values()]
+    assert all(rate == rates[0] for rate in rates)
 
 
 def test_the_zoos_numbers_are_the_files():
