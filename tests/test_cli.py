@@ -202,7 +202,7 @@ def test_the_world_models_keywords_parse_from_params():
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--param", "lr=1e-3"], "DQN takes no argument 'lr'; it takes n_envs, learning_rate, architecture"),
+        (["--param", "lr=1e-3"], "DQN takes no argument 'lr'; it takes learning_rate, architecture, max_grad_norm"),
         (["--param", "gamma"], "--param takes NAME=VALUE, got 'gamma'"),
         (["--param", "gamma=1.5"], r"gamma must lie in \(0, 1\], got 1.5"),
         (["--param", "architecture=64,swish,64"], "odd number of entries"),

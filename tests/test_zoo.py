@@ -49,10 +49,11 @@ def test_every_preset_builds_its_agent_with_every_zoo_setting(key):
     for name, value in preset.settings.items():
         expected = start(value)
         assert realized(agent, name) == (pytest.approx(expected) if isinstance(expected, float) else expected), name
-    # Both networks alike, and every network's rate the same.
-    assert agent.network_args.actor_architecture == agent.network_args.critic_architecture
+    # Both networks alike, and the actor's rate the critic's (DQN builds its Q-network alone).
+    layers = [getattr(agent.network_args, f"{role}_architecture") for role in agent.networks]
+    assert all(architecture == layers[0] for architecture in layers)
     rates = [optimizer.learning_rate for optimizer in agent.optimizer_args.values()]
-    assert rates == rates[:1] * len(rates), rates
+    assert all(rate == rates[0] for rate in rates)
 
 
 def test_the_zoos_numbers_are_the_files():

@@ -62,7 +62,6 @@ COUNT_FROM_0 = "be an integer >= 0"
 ABOVE_0 = "be a finite number above 0"
 RATE = "be a finite number above 0 or a schedule of the update count"
 # `learning_rate`: a one-network agent's rate (`one_network`) takes a schedule, a world model's own a number.
-ONE_RATE = "be a finite number above 0(?: or a schedule of the update count)?"
 AT_LEAST_0 = r"lie in \[0, inf\)"
 UNIT = r"lie in \[0, 1\]"
 UNIT_ABOVE_0 = r"lie in \(0, 1\]"
@@ -82,8 +81,9 @@ MISTAKES = [
     ("actor_learning_rate", INF, RATE),
     ("actor_learning_rate", True, RATE),
     ("critic_learning_rate", -1e-3, RATE),
-    ("learning_rate", NAN, ONE_RATE),
-    ("learning_rate", True, ONE_RATE),
+    # One network's rate takes a schedule too (DQN, PQN, DAgger, UDRL); a world model's own a number.
+    ("learning_rate", NAN, f"{ABOVE_0}( or a schedule of the update count)?"),
+    ("learning_rate", True, f"{ABOVE_0}( or a schedule of the update count)?"),
     ("max_grad_norm", -1.0, ABOVE_0),
     ("max_grad_norm", 0.0, ABOVE_0),
     ("gamma", 1.5, UNIT_ABOVE_0),
@@ -155,7 +155,7 @@ MISTAKES = [
     ("alpha", NAN, AT_LEAST_0),
     ("alpha", True, AT_LEAST_0),
     ("beta_decay", 1.5, UNIT),
-    ("value_learning_rate", -3e-4, ABOVE_0),
+    ("value_learning_rate", -3e-4, RATE),
     ("expectile", 1.0, r"lie in \(0, 1\)"),
     ("expectile", 0.0, r"lie in \(0, 1\)"),
     ("beta", 0.0, ABOVE_0),

@@ -318,7 +318,9 @@ class ActorCritic:
         """Bind and check the keywords (`self.settings`), build the env, the networks' settings and the extensions."""
         settings = self.settings = type(self).hyperparameters.bind(self.name, given)
         if "hyperparameters" in type(self).__dict__ or not hasattr(self, "config"):  # TRANSITIONAL
-            self.config = {name: settings[name] for name in self.hyperparameters.declared} | {"algo_name": self.name}
+            # config.json's settings, led by the env as given: a checkpoint's header names it (`checkpoint.agent_env`).
+            declared = {name: settings[name] for name in self.hyperparameters.declared}
+            self.config = {"env_id": env_id, **declared, "algo_name": self.name}
         memory = settings.get("memory")
         if memory is not None and not self.supports_memory:
             raise NotImplementedError(

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, field_names, run_config, shared_arguments
+from ajax.agents.base import ENVIRONMENT, ActorCritic, field_names, one_network
 from ajax.agents.DAgger.state import DAggerConfig, Labelled
 from ajax.agents.DAgger.train_DAgger import make_train
-from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameters, checked_later, count, keywords, number
 
 
 class DAgger(ActorCritic):
@@ -19,7 +18,8 @@ class DAgger(ActorCritic):
     `expert_policy` (required, stateless) maps raw observations to actions. Defaults:
     beta_i = 0.5^(i - 1), 4 envs x 250 steps per iteration, then 250 minibatches of 256,
     Adam at 1e-3, two 256-unit relu layers, an aggregate dataset of up to 1e6 rows.
-    docs/agents.md has the paper, Ajax's departures and the calibrated results.
+    Observations and rewards are never normalised: the expert reads raw observations, and so
+    does the learner. docs/agents.md has the paper, Ajax's departures and the calibrated results.
     """
 
     name: ClassVar[str] = "DAgger"
@@ -27,68 +27,48 @@ class DAgger(ActorCritic):
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Labelled)  # the aggregated dataset's rows
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "learning_rate",
-            "beta_decay",
-            "max_grad_norm",
-        }
+    # The learner is the actor; there is no critic.
+    networks: ClassVar[dict[str, tuple[str, str]]] = {"actor": ("learning_rate", "architecture")}
+    hyperparameters: ClassVar[Hyperparameters] = (
+        one_network(1e-3, ("256", "relu", "256", "relu"))
+        | keywords(
+            expert_policy=checked_later(
+                None,
+                "a stateless function of raw observations (required)",
+                doc="the expert imitated: raw observations to actions (env units, or indices)",
+            ),
+            n_steps=count(250, doc="steps per env copy in each iteration, every state labelled by the expert"),
+            n_gradient_steps=count(250, doc="minibatch updates of the learner after each iteration"),
+            batch_size=count(256, doc="labelled states per minibatch"),
+            buffer_size=count(1_000_000, doc="rows the aggregate dataset keeps (a ring: the oldest go first)"),
+            beta_decay=number(
+                0.5, "[0, 1]", sweep=True, doc="beta_i = beta_decay^(i-1): the expert's share of iteration i's acting"
+            ),
+        )
+        | ENVIRONMENT.with_defaults(n_envs=4)
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        expert_policy: Callable[[Any], Any] | None = None,
-        n_envs: int = 4,
-        learning_rate: float = 1e-3,
-        architecture: Sequence[str] = ("256", "relu", "256", "relu"),
-        n_steps: int = 250,
-        n_gradient_steps: int = 250,
-        batch_size: int = 256,
-        buffer_size: int = 1_000_000,
-        beta_decay: float = 0.5,
-        max_grad_norm: float | None = None,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        require_finite_positive(learning_rate=learning_rate)  # the base would name it actor_learning_rate
-        super().__init__(
-            **shared_arguments(
-                self.config,
-                actor_learning_rate=learning_rate,
-                critic_learning_rate=learning_rate,
-                actor_architecture=architecture,
-                critic_architecture=architecture,
-                normalize_observations=False,  # the expert reads raw observations, and so does the learner
-                normalize_rewards=False,
-            )
-        )
-        if expert_policy is None:
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        if s.expert_policy is None:
             raise ValueError(
                 "DAgger imitates an expert: pass expert_policy=, a function from a batch of raw observations to "
                 "actions (env units for a continuous env, action indices for a discrete one)."
             )
-        require_counts(
-            n_steps=n_steps, n_gradient_steps=n_gradient_steps, batch_size=batch_size, buffer_size=buffer_size
-        )
-        require_in_interval("[0, 1]", beta_decay=beta_decay)  # beta_i = beta_decay^(i-1)
-        require_stateless(expert_policy, "DAgger")
-        expert = ExpertInAgentUnits.for_env(expert_policy, self.env_args)
-        per_iteration = n_steps * self.env_args.n_envs
-        if buffer_size < max(per_iteration, batch_size):
+        require_stateless(s.expert_policy, "DAgger")
+        expert = ExpertInAgentUnits.for_env(s.expert_policy, self.env_args)
+        per_iteration = s.n_steps * self.env_args.n_envs
+        if s.buffer_size < max(per_iteration, s.batch_size):
             raise ValueError(
-                f"buffer_size={buffer_size} must hold one iteration's n_steps * n_envs = {per_iteration} labelled "
-                f"states and one batch of {batch_size}."
+                f"buffer_size={s.buffer_size} must hold one iteration's n_steps * n_envs = {per_iteration} labelled "
+                f"states and one batch of {s.batch_size}."
             )
         self.agent_config = DAggerConfig(
             expert=expert,
-            n_steps=n_steps,
-            n_gradient_steps=n_gradient_steps,
-            batch_size=batch_size,
-            buffer_size=int(buffer_size),
-            beta_decay=float(beta_decay),
+            n_steps=s.n_steps,
+            n_gradient_steps=s.n_gradient_steps,
+            batch_size=s.batch_size,
+            buffer_size=int(s.buffer_size),
+            beta_decay=float(s.beta_decay),
         )

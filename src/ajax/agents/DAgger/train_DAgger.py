@@ -101,12 +101,10 @@ def make_train(
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
     actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
     agent_config: DAggerConfig,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del critic_optimizer_args  # DAgger has no critic
     config = agent_config
     continuous = env_args.continuous
     if continuous:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ENVIRONMENT, NORMALIZATION, REPLAY_SCHEDULE, ActorCritic, one_network
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
 from ajax.agents.loop import UpdateSchedule
 from ajax.buffers import ReplayBuffer
-from ajax.checks import require_counts, require_finite_positive, require_in_interval
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameters, count, flag, keywords, number
 
 
 class DQN(ActorCritic):
@@ -29,74 +28,47 @@ class DQN(ActorCritic):
     continuous: ClassVar[bool | None] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss"}
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "learning_rate",
-            "gamma",
-            "tau",
-            "exploration_initial_eps",
-            "exploration_final_eps",
-            "max_grad_norm",
-        }
+    # The Q-network is the critic: the policy is epsilon-greedy in it.
+    networks: ClassVar[dict[str, tuple[str, str]]] = {"critic": ("learning_rate", "architecture")}
+    hyperparameters: ClassVar[Hyperparameters] = (
+        one_network(1e-3, ("64", "relu", "64", "relu"), max_grad_norm=10.0)
+        | keywords(
+            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            buffer_size=count(100_000, doc="transitions the replay holds"),
+            batch_size=count(64, doc="transitions per minibatch"),
+            learning_starts=count(1_000, 0, doc="uniform random actions before this step, updates after"),
+            target_update_interval=count(500, doc="env steps between target refreshes, whatever n_envs (SB3's count)"),
+        )
+        | REPLAY_SCHEDULE
+        | keywords(
+            tau=number(1.0, "(0, 1]", sweep=True, doc="each refresh's Polyak step (1: a hard copy, the paper's)"),
+            double_q=flag(False, doc="bootstrap from the online argmax, removing the max's upward bias"),
+            dueling=flag(False, doc="a V(s) + A(s, a) head, the advantages centred"),
+            exploration_fraction=number(
+                0.5, "(0, 1]", doc="share of the run's horizon over which epsilon falls linearly"
+            ),
+            exploration_initial_eps=number(1.0, "[0, 1]", sweep=True, doc="epsilon at the start"),
+            exploration_final_eps=number(0.05, "[0, 1]", sweep=True, doc="epsilon once the fall ends"),
+        )
+        | ENVIRONMENT
+        | NORMALIZATION
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        n_envs: int = 1,
-        learning_rate: float = 1e-3,
-        architecture: Sequence[str] = ("64", "relu", "64", "relu"),
-        gamma: float = 0.99,
-        buffer_size: int = 100_000,
-        batch_size: int = 64,
-        learning_starts: int = 1_000,
-        target_update_interval: int = 500,
-        train_freq: int = 1,
-        gradient_steps: int = 1,
-        tau: float = 1.0,
-        double_q: bool = False,
-        dueling: bool = False,
-        exploration_fraction: float = 0.5,
-        exploration_initial_eps: float = 1.0,
-        exploration_final_eps: float = 0.05,
-        max_grad_norm: float | None = 10.0,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        normalize_observations: bool = False,
-        normalize_rewards: bool = False,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        require_finite_positive(learning_rate=learning_rate)  # the base would name it actor_learning_rate
-        super().__init__(
-            **shared_arguments(
-                self.config,
-                actor_learning_rate=learning_rate,
-                critic_learning_rate=learning_rate,
-                actor_architecture=architecture,
-                critic_architecture=architecture,
-            )
-        )
-        require_counts(buffer_size=buffer_size, batch_size=batch_size, target_update_interval=target_update_interval)
-        require_counts(0, learning_starts=learning_starts)
-        require_in_interval("(0, 1]", exploration_fraction=exploration_fraction, tau=tau)
-        require_in_interval(
-            "[0, 1]", exploration_initial_eps=exploration_initial_eps, exploration_final_eps=exploration_final_eps
-        )
-        ReplayBuffer(int(buffer_size), batch_size)  # rejects a buffer smaller than a batch
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        ReplayBuffer(int(s.buffer_size), s.batch_size)  # rejects a buffer smaller than a batch
         self.agent_config = DQNConfig(
-            gamma=gamma,
-            batch_size=batch_size,
-            buffer_size=int(buffer_size),
-            learning_starts=int(learning_starts),
-            target_update_interval=int(target_update_interval),
-            exploration_fraction=exploration_fraction,
-            exploration_initial_eps=exploration_initial_eps,
-            exploration_final_eps=exploration_final_eps,
-            tau=float(tau),
-            double_q=bool(double_q),
-            dueling=bool(dueling),
-            schedule=UpdateSchedule(train_freq, gradient_steps),
+            gamma=s.gamma,
+            batch_size=s.batch_size,
+            buffer_size=int(s.buffer_size),
+            learning_starts=int(s.learning_starts),
+            target_update_interval=int(s.target_update_interval),
+            exploration_fraction=s.exploration_fraction,
+            exploration_initial_eps=s.exploration_initial_eps,
+            exploration_final_eps=s.exploration_final_eps,
+            tau=float(s.tau),
+            double_q=bool(s.double_q),
+            dueling=bool(s.dueling),
+            schedule=UpdateSchedule(s.train_freq, s.gradient_steps),
         )

@@ -43,13 +43,11 @@ def make_train(
     *,
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
     critic_optimizer_args: OptimizerConfig,
     agent_config: DQNConfig,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del actor_optimizer_args  # DQN has no actor: its policy is greedy in its Q-network
     config = agent_config
     q_network = DiscreteQNetwork(
         network_args.critic_architecture, env_args.action_dim, dueling=config.dueling, fan_in_uniform=True

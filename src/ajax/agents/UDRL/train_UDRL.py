@@ -82,12 +82,10 @@ def make_train(
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
     actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
     agent_config: UDRLConfig,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del critic_optimizer_args  # UDRL has no critic
     config = agent_config
     n_envs = env_args.n_envs
     network = CommandConditionedPolicy(network_args.actor_architecture, env_args.action_dim, env_args.continuous)
