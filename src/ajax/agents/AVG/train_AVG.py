@@ -16,6 +16,10 @@ loop does not keep; both are samples of pi(.|s).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -66,13 +70,8 @@ def make_train(
     run: RunSettings,
 ):
     config = agent_config
-    architecture = network_args.actor_architecture
-    reads_raw = isinstance(architecture, PIDPolicy)
-    if reads_raw:
-        actor = pid_actor(architecture, env_args, "squashed")
-    else:
-        actor = SquashedGaussianActor(architecture, env_args.action_dim, normalize_features=True)
-    critic = QCritic(network_args.critic_architecture, normalize_features=True)
+    reads_raw = isinstance(network_args.actor_architecture, PIDPolicy)
+    actor, critic = avg_networks(env_args, network_args)
     obs_example = jnp.zeros((1, env_args.observation_dim))
     action_example = jnp.zeros((1, env_args.action_dim))
 
@@ -103,19 +102,8 @@ def make_train(
     def policy(state: AVGState, obs: jax.Array):
         return actor.apply(state.actor_state.params, actor_view(state, obs))
 
-    def merge_statistics(state: AVGState, transition: Transition) -> AVGState:
-        discount = config.gamma * (1.0 - transition.terminated.astype(jnp.float32))
-        returns = transition.reward + config.gamma * state.returns
-        return state.replace(
-            obs_moments=state.obs_moments.update(transition.next_obs),
-            reward_moments=state.reward_moments.update(transition.reward),
-            discount_moments=state.discount_moments.update(discount),
-            return_moments=state.return_moments.update(jnp.square(returns)),
-            returns=jnp.where(transition.terminated | transition.truncated, 0.0, returns),
-        )
-
-    def update(state: AVGState, transition: Transition):
-        state = merge_statistics(state, transition)
+    def update(state: AVGState, transition: Transition) -> tuple[AVGState, AuxiliaryLogs]:
+        state = merge_statistics(state, transition, config.gamma)
         state, (next_key, actor_key) = state.next_keys(2)
         alpha = jnp.exp(state.alpha.params["log_alpha"])
         sigma = td_scale(state.reward_moments, state.discount_moments, state.return_moments)
@@ -151,13 +139,46 @@ def make_train(
         )
         return state.replace(actor_state=actor_state, critic_state=critic_state), aux
 
-    def greedy(state: AVGState, obs: jax.Array):
+    loop = TrainLoop.create(env_args, run, extensions, evaluation_policy(policy, critic, config))
+    return loop.off_policy(init, update, 0, explore_pipeline(sample_policy, policy, env_args))
+
+
+def avg_networks(env_args: EnvironmentConfig, network_args: NetworkConfig) -> tuple[nn.Module, nn.Module]:
+    """The squashed Gaussian actor (a PID one for a `PIDPolicy`) and the single Q-critic, both
+    with unit-norm penultimate features, which the paper prescribes for its single-sample updates."""
+    architecture = network_args.actor_architecture
+    if isinstance(architecture, PIDPolicy):
+        actor = pid_actor(architecture, env_args, "squashed")
+    else:
+        actor = SquashedGaussianActor(architecture, env_args.action_dim, normalize_features=True)
+    return actor, QCritic(network_args.critic_architecture, normalize_features=True)
+
+
+def merge_statistics(state: AVGState, transition: Transition, gamma: float) -> AVGState:
+    """The running statistics merged with the step just collected, before the update reads them:
+    the next observation's moments (the networks' normalisation), and the reward's, discount's and
+    squared return's (the TD error's scale), each env's return so far restarting at an episode's end."""
+    discount = gamma * (1.0 - transition.terminated.astype(jnp.float32))
+    returns = transition.reward + gamma * state.returns
+    return state.replace(
+        obs_moments=state.obs_moments.update(transition.next_obs),
+        reward_moments=state.reward_moments.update(transition.reward),
+        discount_moments=state.discount_moments.update(discount),
+        return_moments=state.return_moments.update(jnp.square(returns)),
+        returns=jnp.where(transition.terminated | transition.truncated, 0.0, returns),
+    )
+
+
+def evaluation_policy(policy: Callable[[AVGState, jax.Array], Any], critic: nn.Module, config: AVGConfig) -> EvalPolicy:
+    """The policy's mode with its entropy; the critic reads the observation normalised by the
+    statistics training left, as it did in training. `policy` is `make_train`'s, pi(.|s) from an
+    observation."""
+
+    def greedy(state: AVGState, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         pi = policy(state, obs)
         return pi.mode(), pi.entropy()
 
     def value(state: AVGState, obs: jax.Array, action: jax.Array) -> jax.Array:
         return critic.apply(state.critic_state.params, state.obs_moments.normalize(obs), action)
 
-    evaluation = EvalPolicy(greedy, value, config.gamma, expert=config.expert)
-    loop = TrainLoop.create(env_args, run, extensions, evaluation)
-    return loop.off_policy(init, update, 0, explore_pipeline(sample_policy, policy, env_args))
+    return EvalPolicy(greedy, value, config.gamma, expert=config.expert)

@@ -24,6 +24,7 @@ from ajax.agents.loop import RunSettings, TrainLoop, critic_step
 from ajax.agents.recurrent import (
     FEED_FORWARD,
     Reader,
+    SequenceTraining,
     example_inputs,
     recurrent_collector,
     recurrent_evaluation,
@@ -79,6 +80,34 @@ class AuxiliaryLogs:
     extensions: dict
 
 
+def replay_buffer(
+    buffer_size: int, batch_size: int, sequences: SequenceTraining | None, n_envs: int
+) -> ReplayBuffer | SequenceReplay:
+    """The replay of an off-policy actor-critic: transitions, or with memory (`sequences`) each
+    env's trajectory, a batch being `batch_size` steps in windows of `sequence_length`.
+
+    Here rather than in SAC's class so that TD3, whose replay is the same, builds it too.
+    """
+    if sequences is None:
+        return ReplayBuffer(buffer_size, batch_size)
+    n_sequences = batch_size // sequences.sequence_length
+    return SequenceReplay(buffer_size, n_envs, n_sequences, sequences.window)
+
+
+def empty_collector(
+    key: jax.Array,
+    env_args: EnvironmentConfig,
+    buffer: ReplayBuffer | SequenceReplay,
+    memory: MemoryConfig | None,
+    sequences: SequenceTraining | None,
+) -> CollectorState:
+    """The collector with `buffer` empty; with memory it carries the actor's memory, and a
+    stored-state replay keeps its carry. Shared with TD3, which collects the same way."""
+    if memory is None:
+        return init_collector(key, env_args, buffer.init(env_args))
+    return recurrent_collector(key, env_args, buffer, sequences)
+
+
 @dataclass(frozen=True)
 class SoftActorCritic:
     """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha.
@@ -123,11 +152,9 @@ class SoftActorCritic:
 
     @property
     def buffer(self) -> ReplayBuffer | SequenceReplay:
-        sequences = self.config.sequences
-        if sequences is None:
-            return ReplayBuffer(self.config.buffer_size, self.config.batch_size)
-        n_sequences = self.config.batch_size // sequences.sequence_length
-        return SequenceReplay(self.config.buffer_size, self.env_args.n_envs, n_sequences, sequences.window)
+        return replay_buffer(
+            self.config.buffer_size, self.config.batch_size, self.config.sequences, self.env_args.n_envs
+        )
 
     def init(self, key: jax.Array, state_class: type[SoftACState] = SoftACState, **fields: Any) -> SoftACState:
         rng, actor_key, critic_key, env_key, eval_key, noise_key = jax.random.split(key, 6)
@@ -168,10 +195,7 @@ class SoftActorCritic:
 
         With memory it carries the actor's memory, and a stored-state replay keeps its carry.
         """
-        if self.memory is None:
-            collector = init_collector(key, self.env_args, self.buffer.init(self.env_args))
-        else:
-            collector = recurrent_collector(key, self.env_args, self.buffer, self.config.sequences)
+        collector = empty_collector(key, self.env_args, self.buffer, self.memory, self.config.sequences)
         if self.extensions.reads_episode_steps:
             collector = collector.replace(episode_steps=jnp.zeros((self.env_args.n_envs,), jnp.int32))
         return collector

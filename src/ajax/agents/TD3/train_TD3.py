@@ -1,36 +1,39 @@
 """TD3 on the shared off-policy loop: Gaussian exploration, smoothed clipped double-Q targets,
 and the actor and both target networks updated every `policy_delay` critic updates.
 
+One update per tick: sample a minibatch, the target from the target networks, a critic step
+towards it, then every `policy_delay`-th update the actor step and both targets' Polyak update.
+
 With memory the networks are recurrent and read through `ajax.agents.recurrent`'s sequence
-reader, as SAC's are.
+reader, as SAC's are; the replay and the collector are SAC's.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, when
-from ajax.agents.recurrent import (
-    FEED_FORWARD,
-    example_inputs,
-    recurrent_collector,
-    recurrent_evaluation,
-    with_memory,
-)
+from ajax.agents.recurrent import FEED_FORWARD, Reader, example_inputs, recurrent_evaluation, with_memory
 from ajax.agents.SAC.core import polyak
+from ajax.agents.SAC.train_SAC import empty_collector, replay_buffer
 from ajax.agents.TD3.core import clipped_double_q_target, deterministic_policy_loss, smoothed_target_action
 from ajax.agents.TD3.state import TD3Config
 from ajax.buffers import ReplayBuffer
-from ajax.buffers.sequence import SequenceReplay
-from ajax.environments.interaction import Transition, gaussian_exploration, init_collector
+from ajax.buffers.sequence import SequenceReplay, SequenceStep
+from ajax.environments.interaction import ActionPipeline, Transition, gaussian_exploration
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import DeterministicActor, QEnsemble
+from ajax.networks.memory import MemoryConfig
 from ajax.networks.optim import new_train_state
-from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
 
 @struct.dataclass
@@ -53,6 +56,161 @@ class AuxiliaryLogs:
     extensions: dict
 
 
+@dataclass(frozen=True)
+class TwinDelayedActorCritic:
+    """A deterministic actor and two Q-critics, each with a target copy, and a replay.
+
+    The actor is a deterministic PID (`ajax.modules.pid_actor`) when the architecture is a
+    `PIDPolicy`. With memory both networks are recurrent and the replay keeps trajectories
+    (`ajax.agents.recurrent`); the update reads the networks through `reader` either way.
+    """
+
+    env_args: EnvironmentConfig
+    network_args: NetworkConfig
+    actor_optimizer_args: OptimizerConfig
+    critic_optimizer_args: OptimizerConfig
+    config: TD3Config
+    extensions: ExtensionStack
+
+    @property
+    def memory(self) -> MemoryConfig | None:
+        return self.network_args.memory
+
+    @property
+    def reader(self) -> Reader:
+        return FEED_FORWARD if self.config.sequences is None else self.config.sequences
+
+    @property
+    def actor(self) -> nn.Module:
+        architecture = self.network_args.actor_architecture
+        if isinstance(architecture, PIDPolicy):
+            return pid_actor(architecture, self.env_args, "deterministic")
+        return with_memory(DeterministicActor(architecture, self.env_args.action_dim), self.memory)
+
+    @property
+    def critic(self) -> nn.Module:
+        return with_memory(QEnsemble(self.network_args.critic_architecture, n=2), self.memory)
+
+    @property
+    def buffer(self) -> ReplayBuffer | SequenceReplay:
+        config = self.config
+        return replay_buffer(config.buffer_size, config.batch_size, config.sequences, self.env_args.n_envs)
+
+    def init(self, key: jax.Array) -> BaseAgentState:
+        """Both networks with their target copies, and the collector with an empty replay."""
+        rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
+        observation_dim, action_dim = self.env_args.observation_dim, self.env_args.action_dim
+        actor_inputs = example_inputs(self.memory, observation_dim)
+        critic_inputs = example_inputs(self.memory, observation_dim, action_dim)
+        return BaseAgentState(
+            rng=rng,
+            actor_state=new_train_state(
+                self.actor, actor_key, self.actor_optimizer_args, *actor_inputs, with_target=True
+            ),
+            critic_state=new_train_state(
+                self.critic, critic_key, self.critic_optimizer_args, *critic_inputs, with_target=True
+            ),
+            collector_state=empty_collector(env_key, self.env_args, self.buffer, self.memory, self.config.sequences),
+            eval_rng=eval_key,
+            n_updates=jnp.zeros((), jnp.int32),
+            n_logs=jnp.zeros((), jnp.int32),
+        )
+
+    def policy(self, state: BaseAgentState, obs: jax.Array) -> jax.Array:
+        return self.actor.apply(state.actor_state.params, obs)
+
+    def sample(self, state: BaseAgentState, key: jax.Array) -> Transition | SequenceStep:
+        """A minibatch from the replay: transitions, or windows of trajectory with memory."""
+        return self.buffer.sample(state.collector_state.buffer_state, key)
+
+    def target(self, state: BaseAgentState, batch: Transition | SequenceStep, key: jax.Array) -> jax.Array:
+        """y from the target networks alone: the min of the target critics at the target actor's
+        smoothed action at s' (eq. 10 and 14).
+
+        With memory the target actor burns in a carry of its own, as the online one does.
+        """
+        config, reader = self.config, self.reader
+        next_action = smoothed_target_action(
+            reader.at_next_obs(self.actor, state.actor_state.target_params, batch, actor=True),
+            key,
+            config.target_policy_noise,
+            config.target_noise_clip,
+        )
+        next_q = reader.at_next_obs(self.critic, state.critic_state.target_params, batch, next_action)
+        trained = reader.trained(batch)
+        return clipped_double_q_target(trained.reward, trained.terminated, next_q, config.gamma)
+
+    def critic_update(
+        self, state: BaseAgentState, batch: Transition | SequenceStep, target: jax.Array
+    ) -> tuple[LoopTrainState, ValueAuxiliaries, dict[str, jax.Array]]:
+        """A step of both critics towards `target`; their target copy waits for the delayed update."""
+        trained = self.reader.trained(batch)
+
+        def td_loss(params: Any, target: jax.Array) -> tuple[jax.Array, jax.Array]:
+            q = self.reader.at_obs(self.critic, params, batch, trained.action)
+            return jnp.sum(jnp.mean(jnp.square(q - target), axis=tuple(range(1, q.ndim)))), jnp.mean(q)
+
+        critic_state, loss, q_mean, norm, metrics = critic_step(
+            state.critic_state, td_loss, target, trained, state, self.extensions
+        )
+        return critic_state, ValueAuxiliaries(loss, q_mean, norm), metrics
+
+    def delayed_update(
+        self,
+        state: BaseAgentState,
+        batch: Transition | SequenceStep,
+        networks: tuple[LoopTrainState, LoopTrainState],
+    ) -> tuple[tuple[LoopTrainState, LoopTrainState], tuple[PolicyAuxiliaries, dict[str, jax.Array]]]:
+        """The actor step against the first of the updated critics, then both targets' Polyak
+        update: what Algorithm 1 does every `policy_delay`-th update. `networks` are the actor's
+        and the critics' states."""
+        actor_state, critic_state = networks
+        tau = self.config.tau
+
+        def policy_loss(params: Any) -> tuple[jax.Array, tuple[()]]:
+            action = self.reader.at_obs(self.actor, params, batch, actor=True)
+            q = self.reader.at_obs(self.critic, critic_state.params, batch, action)
+            return deterministic_policy_loss(q[0]), ()
+
+        actor_state, loss, _, norm, metrics = actor_step(
+            actor_state, policy_loss, self.reader.trained(batch), state, self.extensions
+        )
+        actor_state = actor_state.replace(target_params=polyak(actor_state.target_params, actor_state.params, tau))
+        critic_state = critic_state.replace(target_params=polyak(critic_state.target_params, critic_state.params, tau))
+        return (actor_state, critic_state), (PolicyAuxiliaries(loss, norm), metrics)
+
+    def evaluation(self) -> EvalPolicy:
+        """The actor's action, with no entropy to report; the critics' min for the value bias."""
+        config = self.config
+        if self.memory is not None:
+            deterministic = lambda action: (action, jnp.zeros(action.shape[:-1]))  # noqa: E731
+            minimum = lambda q: jnp.min(q, axis=0)  # noqa: E731
+            return recurrent_evaluation(
+                self.actor, self.critic, self.memory, deterministic, minimum, config.gamma, config.expert
+            )
+
+        def greedy(state: BaseAgentState, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+            return self.policy(state, obs), jnp.zeros(obs.shape[0])
+
+        def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
+            return jnp.min(self.critic.apply(state.critic_state.params, obs, action), axis=0)
+
+        return EvalPolicy(greedy, value, config.gamma, expert=config.expert)
+
+    def pipeline(self, total_timesteps: int) -> ActionPipeline:
+        """SAC's action pipeline (`ajax.agents.SAC.action_pipeline`) around the actor's action plus
+        Gaussian noise, whose schedule runs over `total_timesteps`."""
+        config = self.config
+        return config.action_pipeline.build(
+            self.actor,
+            self.policy,
+            gaussian_exploration(config.exploration_noise),
+            config.learning_starts,
+            total_timesteps,
+            stored_state=self.memory is not None and config.sequences.stored_state,
+        )
+
+
 def make_train(
     *,
     env_args: EnvironmentConfig,
@@ -63,116 +221,31 @@ def make_train(
     extensions: ExtensionStack,
     run: RunSettings,
 ):
+    td3 = TwinDelayedActorCritic(
+        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
+    )
     config = agent_config
-    memory, reader = network_args.memory, FEED_FORWARD if config.sequences is None else config.sequences
-    architecture = network_args.actor_architecture
-    if isinstance(architecture, PIDPolicy):
-        actor = pid_actor(architecture, env_args, "deterministic")
-    else:
-        actor = with_memory(DeterministicActor(architecture, env_args.action_dim), memory)
-    critic = with_memory(QEnsemble(network_args.critic_architecture, n=2), memory)
-    if config.sequences is None:
-        buffer = ReplayBuffer(config.buffer_size, config.batch_size)
-    else:
-        sequences = config.sequences
-        n_sequences = config.batch_size // sequences.sequence_length
-        buffer = SequenceReplay(config.buffer_size, env_args.n_envs, n_sequences, sequences.window)
 
-    def init(key: jax.Array) -> BaseAgentState:
-        rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
-        actor_inputs = example_inputs(memory, env_args.observation_dim)
-        critic_inputs = example_inputs(memory, env_args.observation_dim, env_args.action_dim)
-        if memory is None:
-            collector = init_collector(env_key, env_args, buffer.init(env_args))
-        else:
-            collector = recurrent_collector(env_key, env_args, buffer, config.sequences)
-        return BaseAgentState(
-            rng=rng,
-            actor_state=new_train_state(actor, actor_key, actor_optimizer_args, *actor_inputs, with_target=True),
-            critic_state=new_train_state(critic, critic_key, critic_optimizer_args, *critic_inputs, with_target=True),
-            collector_state=collector,
-            eval_rng=eval_key,
-            n_updates=jnp.zeros((), jnp.int32),
-            n_logs=jnp.zeros((), jnp.int32),
-        )
-
-    def policy(state: BaseAgentState, obs: jax.Array) -> jax.Array:
-        return actor.apply(state.actor_state.params, obs)
-
-    def update(state: BaseAgentState, transition: Transition):
+    def update(state: BaseAgentState, transition: Transition) -> tuple[BaseAgentState, AuxiliaryLogs]:
         del transition  # TD3 learns from replay; the loop has already stored the step
         state, (sample_key, noise_key) = state.next_keys(2)
-        batch = buffer.sample(state.collector_state.buffer_state, sample_key)
-        trained = reader.trained(batch)
-
-        # With memory the target actor burns in a carry of its own, as the online one does.
-        next_action = smoothed_target_action(
-            reader.at_next_obs(actor, state.actor_state.target_params, batch, actor=True),
-            noise_key,
-            config.target_policy_noise,
-            config.target_noise_clip,
-        )
-        next_q = reader.at_next_obs(critic, state.critic_state.target_params, batch, next_action)
-        target = clipped_double_q_target(trained.reward, trained.terminated, next_q, config.gamma)
-
-        def td_loss(params, target):
-            q = reader.at_obs(critic, params, batch, trained.action)
-            return jnp.sum(jnp.mean(jnp.square(q - target), axis=tuple(range(1, q.ndim)))), jnp.mean(q)
-
-        critic_state, critic_loss, q_mean, critic_norm, critic_metrics = critic_step(
-            state.critic_state, td_loss, target, trained, state, extensions
-        )
-
-        def delayed(operands):
-            """The actor step, then both targets' Polyak update (Algorithm 1, every d-th update)."""
-            actor_state, critic_state = operands
-
-            def policy_loss(params):
-                action = reader.at_obs(actor, params, batch, actor=True)
-                q = reader.at_obs(critic, critic_state.params, batch, action)
-                return deterministic_policy_loss(q[0]), ()
-
-            actor_state, actor_loss, _, actor_norm, actor_metrics = actor_step(
-                actor_state, policy_loss, trained, state, extensions
-            )
-            actor_state = actor_state.replace(
-                target_params=polyak(actor_state.target_params, actor_state.params, config.tau)
-            )
-            critic_state = critic_state.replace(
-                target_params=polyak(critic_state.target_params, critic_state.params, config.tau)
-            )
-            return (actor_state, critic_state), (PolicyAuxiliaries(actor_loss, actor_norm), actor_metrics)
-
+        batch = td3.sample(state, sample_key)
+        target = td3.target(state, batch, noise_key)
+        critic_state, value_aux, critic_metrics = td3.critic_update(state, batch, target)
         (actor_state, critic_state), (policy_aux, actor_metrics) = when(
-            state.n_updates % config.policy_delay == 0, delayed, (state.actor_state, critic_state)
+            state.n_updates % config.policy_delay == 0,
+            lambda networks: td3.delayed_update(state, batch, networks),
+            (state.actor_state, critic_state),
         )
-        aux = AuxiliaryLogs(
-            policy=policy_aux,
-            value=ValueAuxiliaries(critic_loss, q_mean, critic_norm),
-            extensions={**critic_metrics, **actor_metrics},
-        )
+        aux = AuxiliaryLogs(policy_aux, value_aux, {**critic_metrics, **actor_metrics})
         return state.replace(actor_state=actor_state, critic_state=critic_state), aux
 
-    def greedy(state: BaseAgentState, obs: jax.Array):
-        return policy(state, obs), jnp.zeros(obs.shape[0])
-
-    def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
-        return jnp.min(critic.apply(state.critic_state.params, obs, action), axis=0)
-
-    explore = gaussian_exploration(config.exploration_noise)
-    pipeline = config.action_pipeline.build(
-        actor,
-        policy,
-        explore,
+    loop = TrainLoop.create(env_args, run, extensions, td3.evaluation())
+    return loop.off_policy(
+        td3.init,
+        update,
         config.learning_starts,
-        run.total_timesteps,
-        stored_state=memory is not None and config.sequences.stored_state,
+        td3.pipeline(run.total_timesteps),
+        store=td3.buffer.add,
+        schedule=config.schedule,
     )
-    if memory is None:
-        evaluation = EvalPolicy(greedy, value, config.gamma, expert=config.expert)
-    else:
-        deterministic = lambda action: (action, jnp.zeros(action.shape[:-1]))  # noqa: E731
-        minimum = lambda q: jnp.min(q, axis=0)  # noqa: E731
-        evaluation = recurrent_evaluation(actor, critic, memory, deterministic, minimum, config.gamma, config.expert)
-    loop = TrainLoop.create(env_args, run, extensions, evaluation)
-    return loop.off_policy(init, update, config.learning_starts, pipeline, store=buffer.add, schedule=config.schedule)

@@ -33,7 +33,14 @@ from ajax.agents.UDRL.core import (
     top_episode_statistics,
     update_command,
 )
-from ajax.agents.UDRL.episodes import SegmentStep, advance, empty_episodes, sample_relabelled, write_segment
+from ajax.agents.UDRL.episodes import (
+    EpisodeBuffer,
+    SegmentStep,
+    advance,
+    empty_episodes,
+    sample_relabelled,
+    write_segment,
+)
 from ajax.agents.UDRL.networks import CommandConditionedPolicy
 from ajax.agents.UDRL.state import CommandStatistics, UDRLConfig, UDRLState
 from ajax.environments.interaction import collect_experience, init_collector
@@ -91,45 +98,23 @@ def make_train(
     network = CommandConditionedPolicy(network_args.actor_architecture, env_args.action_dim, env_args.continuous)
 
     def init(key: jax.Array) -> UDRLState:
-        rng, actor_key, env_key, eval_key, command_key = jax.random.split(key, 5)
-        statistics = CommandStatistics(jnp.zeros(()), jnp.zeros(()), jnp.ones(()))  # no episode yet
-        return UDRLState(
-            rng=rng,
-            actor_state=new_train_state(
-                network, actor_key, actor_optimizer_args, jnp.zeros((1, env_args.observation_dim)), jnp.zeros((1, 2))
-            ),
-            critic_state=None,
-            collector_state=init_collector(env_key, env_args),
-            eval_rng=eval_key,
-            n_updates=jnp.zeros((), jnp.int32),
-            n_logs=jnp.zeros((), jnp.int32),
-            episodes=empty_episodes(env_args, config.buffer_size),
-            command=exploratory_command(statistics, command_key, n_envs),
-            command_statistics=statistics,
-        )
+        return initial_state(key, network, actor_optimizer_args, env_args, config)
 
     def policy(params: Any, obs: jax.Array, command: jax.Array) -> distrax.Distribution:
         """pi(. | s, c), the command scaled to the network's input range."""
         return network.apply(params, obs, scale_command(command, config.return_scale, config.horizon_scale))
 
-    def in_action_space(action: jax.Array) -> jax.Array:
-        """A Gaussian's action clipped to the agent's [-1, 1]: what the env receives and the buffer stores."""
-        return jnp.clip(action, -1.0, 1.0) if env_args.continuous else action
-
     # 1. Acting on commands --------------------------------------------------------------
     def behaviour(state: UDRLState, obs: jax.Array, key: jax.Array):
-        return in_action_space(policy(state.actor_state.params, obs, state.command).sample(seed=key)), ()
+        action = policy(state.actor_state.params, obs, state.command).sample(seed=key)
+        return in_action_space(action, env_args.continuous), ()
 
     def act(state: UDRLState, _) -> tuple[UDRLState, SegmentStep]:
         return_before, buffer = state.collector_state.episodic_return, state.episodes
         state, transition = collect_experience(state, behaviour, env_args)
         done = transition.terminated | transition.truncated
         state, (command_key,) = state.next_keys(1)
-        command = jnp.where(
-            done[:, None],
-            exploratory_command(state.command_statistics, command_key, n_envs),
-            update_command(state.command, transition.reward),
-        )
+        command = next_commands(state, transition.reward, done, command_key)
         record = SegmentStep(
             obs=transition.obs,
             action=transition.action,
@@ -140,12 +125,6 @@ def make_train(
             episode_return=return_before + transition.reward,
         )
         return state.replace(command=command, episodes=advance(buffer, done)), record
-
-    # 2. The buffer and the command statistics -----------------------------------------
-    def remember(state: UDRLState, segment: SegmentStep) -> UDRLState:
-        episodes = write_segment(state.episodes, segment)
-        statistics = top_episode_statistics(episodes.episode_return, episodes.length, config.top_k)
-        return state.replace(episodes=episodes, command_statistics=statistics)
 
     # 3. Supervised updates on relabelled steps -------------------------------------------
     def learn(state: UDRLState) -> tuple[UDRLState, AuxiliaryLogs]:
@@ -172,14 +151,7 @@ def make_train(
         state, (key,) = state.next_keys(1)
         # A fresh run may end its first segment before any episode has: nothing to learn from yet.
         actor_state, (policy_aux, metrics) = when(jnp.any(episodes.length > 0), updates, state.actor_state, key)
-        statistics = state.command_statistics
-        aux = AuxiliaryLogs(
-            policy_aux,
-            CommandAuxiliaries(
-                statistics.return_mean, statistics.return_std, statistics.horizon, jnp.sum(episodes.length > 0)
-            ),
-            metrics,
-        )
+        aux = AuxiliaryLogs(policy_aux, command_auxiliaries(state.command_statistics, episodes), metrics)
         return state.replace(actor_state=actor_state), aux
 
     loop = TrainLoop.create(env_args, run, extensions, command_conditioned_evaluation(policy, env_args.continuous))
@@ -187,10 +159,69 @@ def make_train(
 
     def iteration(state: UDRLState) -> tuple[UDRLState, AuxiliaryLogs]:
         state, segment = jax.lax.scan(act, state, None, length=config.n_steps)
-        return update(remember(state, segment))
+        return update(remember(state, segment, config.top_k))
 
     per_segment = config.n_steps * n_envs
     return loop.train(init, iteration, loop.rollouts(per_segment), steps_per_iteration=per_segment)
+
+
+def initial_state(
+    key: jax.Array,
+    network: CommandConditionedPolicy,
+    actor_optimizer_args: OptimizerConfig,
+    env_args: EnvironmentConfig,
+    config: UDRLConfig,
+) -> UDRLState:
+    """No critic, an empty episode buffer, and statistics of no episode yet, from which each env
+    draws its first exploratory command."""
+    rng, actor_key, env_key, eval_key, command_key = jax.random.split(key, 5)
+    statistics = CommandStatistics(jnp.zeros(()), jnp.zeros(()), jnp.ones(()))  # no episode yet
+    return UDRLState(
+        rng=rng,
+        actor_state=new_train_state(
+            network, actor_key, actor_optimizer_args, jnp.zeros((1, env_args.observation_dim)), jnp.zeros((1, 2))
+        ),
+        critic_state=None,
+        collector_state=init_collector(env_key, env_args),
+        eval_rng=eval_key,
+        n_updates=jnp.zeros((), jnp.int32),
+        n_logs=jnp.zeros((), jnp.int32),
+        episodes=empty_episodes(env_args, config.buffer_size),
+        command=exploratory_command(statistics, command_key, env_args.n_envs),
+        command_statistics=statistics,
+    )
+
+
+def in_action_space(action: jax.Array, continuous: bool) -> jax.Array:
+    """A Gaussian's action clipped to the agent's [-1, 1]: what the env receives and the buffer
+    stores, in training and in evaluation alike."""
+    return jnp.clip(action, -1.0, 1.0) if continuous else action
+
+
+def next_commands(state: UDRLState, reward: jax.Array, done: jax.Array, key: jax.Array) -> jax.Array:
+    """Each env's command after a step: the reward taken off it (Algorithm 2), or where the
+    episode ended a fresh exploratory one for the next, drawn from the current statistics."""
+    return jnp.where(
+        done[:, None],
+        exploratory_command(state.command_statistics, key, done.shape[0]),
+        update_command(state.command, reward),
+    )
+
+
+# 2. The buffer and the command statistics -------------------------------------------------
+def remember(state: UDRLState, segment: SegmentStep, top_k: int) -> UDRLState:
+    """The segment's finished episodes written into the buffer, and the command statistics
+    recomputed from its best `top_k`."""
+    episodes = write_segment(state.episodes, segment)
+    statistics = top_episode_statistics(episodes.episode_return, episodes.length, top_k)
+    return state.replace(episodes=episodes, command_statistics=statistics)
+
+
+def command_auxiliaries(statistics: CommandStatistics, episodes: EpisodeBuffer) -> CommandAuxiliaries:
+    """What the commands are drawn from, and how many finished episodes the buffer holds."""
+    return CommandAuxiliaries(
+        statistics.return_mean, statistics.return_std, statistics.horizon, jnp.sum(episodes.length > 0)
+    )
 
 
 def command_conditioned_evaluation(policy: Policy, continuous: bool) -> EvalPolicy:
@@ -198,8 +229,7 @@ def command_conditioned_evaluation(policy: Policy, continuous: bool) -> EvalPoli
 
     def greedy(state: UDRLState, obs: jax.Array, command: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         pi = policy(state.actor_state.params, obs, command)
-        action = pi.mode()
-        return (jnp.clip(action, -1.0, 1.0) if continuous else action), pi.entropy(), command
+        return in_action_space(pi.mode(), continuous), pi.entropy(), command
 
     carry = PolicyCarry(init=lambda state, n: exploiting_command(state.command_statistics, n), advance=update_command)
     return EvalPolicy(greedy, carry=carry)
