@@ -61,7 +61,6 @@ COUNT = "be a positive integer"
 COUNT_FROM_0 = "be an integer >= 0"
 ABOVE_0 = "be a finite number above 0"
 RATE = "be a finite number above 0 or a schedule of the update count"
-# `learning_rate`: a one-network agent's rate (`one_network`) takes a schedule, a world model's own a number.
 AT_LEAST_0 = r"lie in \[0, inf\)"
 UNIT = r"lie in \[0, 1\]"
 UNIT_ABOVE_0 = r"lie in \(0, 1\]"
