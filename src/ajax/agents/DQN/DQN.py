@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from ajax.agents.base import ActorCritic, run_config, shared_arguments
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
-from ajax.agents.loop import UpdateSchedule
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers import ReplayBuffer
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.extensions import LOOP_PHASES, Extension
@@ -98,5 +98,5 @@ class DQN(ActorCritic):
             tau=float(tau),
             double_q=bool(double_q),
             dueling=bool(dueling),
-            schedule=UpdateSchedule(train_freq, gradient_steps),
+            schedule=UpdatesOwed.replay(train_freq, gradient_steps, self.env_args.n_envs),
         )

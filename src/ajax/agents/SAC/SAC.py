@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
-from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training, refuse_with_memory
 from ajax.agents.SAC.action_pipeline import ActionPipelineConfig, checked_action_pipeline
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers import ReplayBuffer
 from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords, warn_inert
@@ -146,7 +146,7 @@ class SAC(ActorCritic):
             learn_alpha=learn_alpha,
             n_critics=2,
             alpha_learning_rate=alpha_learning_rate,
-            schedule=UpdateSchedule(train_freq, gradient_steps),
+            schedule=UpdatesOwed.replay(train_freq, gradient_steps, self.env_args.n_envs),
             expert=expert_in_agent_units(expert_policy, self.env_args),
             expert_buffer_n_steps=checked_expert_buffer(expert_policy, expert_buffer_n_steps, buffer_size),
             use_sde=bool(use_sde),

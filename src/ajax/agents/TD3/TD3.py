@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from ajax.agents.base import ActorCritic, expert_in_agent_units, run_config, shared_arguments
-from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training
 from ajax.agents.SAC.action_pipeline import ActionPipelineConfig, checked_action_pipeline
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers import ReplayBuffer
 from ajax.checks import require_counts, require_in_interval
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords
@@ -118,7 +118,7 @@ class TD3(ActorCritic):
             target_policy_noise=float(target_policy_noise),
             target_noise_clip=float(target_noise_clip),
             exploration_noise=exploration_noise,
-            schedule=UpdateSchedule(train_freq, gradient_steps),
+            schedule=UpdatesOwed.replay(train_freq, gradient_steps, self.env_args.n_envs),
             expert=expert_in_agent_units(expert_policy, self.env_args),
             sequences=sequences,
             action_pipeline=checked_action_pipeline(self.name, action_pipeline, self.env_args, memory),
