@@ -22,7 +22,8 @@ def ent_coef(agent):
 
 
 def realized(agent, name: str):
-    """What the constructed agent holds for the Zoo setting `name`, in the Zoo's units."""
+    """What the constructed agent holds for the Zoo setting `name`, in the Zoo's units (gradient_steps
+    as the updates of a round, which -1 makes one per env step the round collected)."""
     config = agent.agent_config
     schedule = getattr(config, "schedule", None)
     readers = {
@@ -31,7 +32,7 @@ def realized(agent, name: str):
         "max_grad_norm": lambda: agent.optimizer_args["critic"].max_grad_norm,
         "net_arch": lambda: tuple(int(width) for width in agent.network_args.critic_architecture[::2]),
         "train_freq": lambda: schedule.train_freq,
-        "gradient_steps": lambda: schedule.gradient_steps,
+        "gradient_steps": lambda: schedule.per_round(agent.env_args.n_envs),
         "ent_coef": lambda: (
             config.ent_coef if agent.name == "PPO" else ("auto" if config.learn_alpha else config.alpha_init)
         ),
@@ -48,6 +49,8 @@ def test_every_preset_builds_its_agent_with_every_zoo_setting(key):
     agent = AGENTS[preset.agent].from_zoo(preset.env_id)
     for name, value in preset.settings.items():
         expected = start(value)
+        if name == "gradient_steps" and value == -1:
+            expected = preset.settings["train_freq"] * preset.settings["n_envs"]
         assert realized(agent, name) == (pytest.approx(expected) if isinstance(expected, float) else expected), name
     # Both networks alike, and the actor's rate the critic's (DQN builds its Q-network alone).
     layers = [getattr(agent.network_args, f"{role}_architecture") for role in agent.networks]
@@ -85,7 +88,7 @@ def test_a_lin_clip_range_falls_to_zero_over_the_presets_budget():
 def test_overrides_go_over_the_preset():
     agent = AGENTS["DQN"].from_zoo("CartPole-v1", learning_starts=0, double_q=True)
     assert agent.agent_config.learning_starts == 0 and agent.agent_config.double_q
-    assert agent.agent_config.schedule.gradient_steps == 128
+    assert agent.agent_config.schedule.per_round(agent.env_args.n_envs) == 128
 
 
 def test_a_missing_preset_names_the_ones_that_exist():

@@ -16,7 +16,7 @@ from gymnax.environments import environment, spaces
 from ajax import DreamerV3
 from ajax.agents.DreamerV3.networks import Actor, Critic, Latent, WorldModel, features, initial_latent, mode_one_hot
 from ajax.agents.DreamerV3.state import LossScales
-from ajax.agents.DreamerV3.train_DreamerV3 import TrainRatio
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.distributional import bins_mean, symexp, symlog_bins
 from ajax.environments.row_collector import (
     Rows,
@@ -144,20 +144,25 @@ def test_trained_latents_are_written_back_into_the_rows_they_came_from():
     assert float(jnp.abs(written.entry).sum()) == float(entries.sum())  # nothing else moved
 
 
+def train_ratio(agent: DreamerV3, n_envs: int) -> UpdatesOwed:
+    config = agent.agent_config
+    return UpdatesOwed.train_ratio(config.train_ratio, config.batch_size, config.batch_length, n_envs)
+
+
 def test_the_train_ratio_counts_updates_as_the_references_ratio_does():
     """train_ratio 32 over sequences of 4 x 16 rows: 0.5 updates per row. Training starts once the
     replay holds 64 sequences of 17 rows, as the reference counts its length: with 4 envs at tick
     32 (each ring offers 32 - 16 = 16), 128 rows. One update there, then one per 2 rows:
     1 + (1000 - 128) / 2 = 437 updates in 1,000 rows, 2 per tick."""
     agent = DreamerV3("CartPole-v1", n_envs=4, train_ratio=32, batch_size=4, batch_length=16, buffer_size=4000)
-    ratio = TrainRatio.create(agent.agent_config, 4)
-    assert ratio.start_rows == 128
+    ratio = train_ratio(agent, 4)
+    assert ratio.start == 128
     due = [int(ratio.due(jnp.asarray(rows))) for rows in (124, 128, 132, 1000)]
     assert due == [0, 1, 3, 437]
     assert int(ratio.between(jnp.asarray(128), jnp.asarray(132))) == 2
     # The defaults: 16 envs, 16 x 64 rows, ratio 32: one update per 32 rows, from 16 x (64 + 64) = 2,048 rows.
-    default = TrainRatio.create(DreamerV3("CartPole-v1", buffer_size=16_000).agent_config, 16)
-    assert default.start_rows == 2048 and int(default.due(jnp.asarray(2048 + 320))) == 11
+    default = train_ratio(DreamerV3("CartPole-v1", buffer_size=16_000), 16)
+    assert default.start == 2048 and int(default.due(jnp.asarray(2048 + 320))) == 11
 
 
 # ---------------------------------------------------------------------------------------
@@ -203,7 +208,7 @@ def _read_states(agent: DreamerV3, state, observations: jax.Array, actions: jax.
 @pytest.mark.learning
 def test_the_probe_run_counts_rows_and_updates(risky_or_safe):
     agent, state = risky_or_safe
-    ratio = TrainRatio.create(agent.agent_config, 4)
+    ratio = train_ratio(agent, 4)
     np.testing.assert_array_equal(state.collector_state.timestep, [1200, 1200])
     np.testing.assert_array_equal(state.n_updates, [int(ratio.due(jnp.asarray(1200)))] * 2)
     replay = state.collector_state.buffer_state

@@ -14,7 +14,8 @@ from gymnax.environments import spaces
 
 from ajax import TDMPC2
 from ajax.agents.TDMPC2.networks import WorldModel
-from ajax.agents.TDMPC2.train_TDMPC2 import Networks, UpdateCount
+from ajax.agents.TDMPC2.train_TDMPC2 import Networks
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.create import prepare_env
 from ajax.environments.terminations import can_terminate
 from ajax.logging.wandb_logging import LoggingConfig
@@ -119,7 +120,7 @@ def test_a_discrete_env_is_refused():
 
 
 def test_no_update_before_the_seed_steps_then_a_burst_then_one_per_env_step():
-    count = UpdateCount(seed_steps=100)
+    count = UpdatesOwed.after_seed_steps(seed_steps=100)
     ticks = np.arange(0, 110, 2)  # two env copies: each tick collects two steps
     owed = [int(count.between(jnp.asarray(a), jnp.asarray(b))) for a, b in zip(ticks[:-1], ticks[1:], strict=True)]
     assert owed[:49] == [0] * 49  # steps 2 .. 98

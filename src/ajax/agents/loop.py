@@ -7,7 +7,8 @@ this order on every iteration:
     resumed:    state = the state passed in
     iterate:    collect a round of `train_freq` steps per env (off-policy, 1 by default) or a
                 rollout (on-policy)
-                if timestep >= learning_starts (on-policy: always), `gradient_steps` times:
+                if timestep >= learning_starts (on-policy: always), for each update owed
+                (`UpdatesOwed.per_round`; the world models': `UpdatesOwed.between`):
                     state, aux = update(state, experience); n_updates += 1
                     fold the extensions' post_update
                 else:
@@ -33,7 +34,7 @@ import jax.numpy as jnp
 import optax
 
 from ajax import nonfinite
-from ajax.checks import is_count, require_counts
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.interaction import ActionPipeline, Bootstrap, Transition, collect_experience
 from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
 from ajax.extensions import ExtensionStack
@@ -133,31 +134,6 @@ def repeat_updates(update: Update, state: BaseAgentState, count: jax.Array) -> t
 
 
 @dataclass(frozen=True)
-class UpdateSchedule:
-    """When a replay agent updates, in Stable-Baselines3's terms.
-
-    Each round collects `train_freq` steps per env copy, then makes `gradient_steps` updates,
-    each on a fresh minibatch (-1: one per env step the round collected). The default, one
-    update per step of one env, is the papers' schedule for SAC, TD3, REDQ and ASAC; the RL
-    Zoo's tuned DQN on CartPole collects 256 steps, then makes 128 updates.
-    """
-
-    train_freq: int = 1
-    gradient_steps: int = 1
-
-    def __post_init__(self) -> None:
-        require_counts(train_freq=self.train_freq)
-        if not is_count(self.gradient_steps) or not (self.gradient_steps >= 1 or self.gradient_steps == -1):
-            raise ValueError(
-                f"gradient_steps must be a positive integer or -1 (one update per env step collected), got "
-                f"{self.gradient_steps!r}."
-            )
-
-    def updates_per_round(self, n_envs: int) -> int:
-        return self.train_freq * n_envs if self.gradient_steps == -1 else self.gradient_steps
-
-
-@dataclass(frozen=True)
 class RunSettings:
     """What one `train` call covers: its timesteps, the run's horizon, its evaluations.
 
@@ -206,26 +182,26 @@ class TrainLoop:
         learning_starts: int = 0,
         pipeline: ActionPipeline | None = None,
         store: Callable[[BaseAgentState, Transition], BaseAgentState] | None = None,
-        schedule: UpdateSchedule = UpdateSchedule(),
         before_updates: Callable[[BaseAgentState], BaseAgentState] | None = None,
         *,
+        schedule: UpdatesOwed,
         collect: Callable[[BaseAgentState, jax.Array], BaseAgentState] | None = None,
-        n_updates: Callable[[jax.Array, BaseAgentState], jax.Array] | None = None,
     ) -> OneSeedTrain:
         """A round of `schedule.train_freq` steps per env per iteration; from `learning_starts`
         on, `before_updates(state)` once, then `update(state, experience)` for each of the
-        round's updates (`experience`: the round's transitions, stacked when it has several).
+        round's updates (`experience`: the round's transitions, stacked when it has several),
+        `schedule.per_round(n_envs)` of them: a static count, one scan.
 
         With `collect`, the world models' shape: each iteration is the agent's own
-        `collect(state, tick)` (one step per env), then `n_updates(tick, state)` calls of
-        `update(state)`, a count that varies from tick to tick (a train ratio, a burst of
-        updates after the seed steps) and reads only unbatched counters, so it is one loop
-        for every seed.
+        `collect(state, tick)` (one step per env), then the updates `schedule` owes for the
+        tick's steps, calls of `update(state)`, a count that varies from tick to tick (a train
+        ratio, a burst of updates after the seed steps) and reads only the unbatched timestep,
+        so it is one loop for every seed.
         """
         env_args = self.env_args
         if collect is not None:
-            return self._collected(init, update, collect, n_updates)
-        n_updates = schedule.updates_per_round(env_args.n_envs)
+            return self._collected(init, update, collect, schedule)
+        n_updates = schedule.per_round(env_args.n_envs)
         one_update = self.updated(update)
 
         def tick(state: BaseAgentState) -> tuple[BaseAgentState, Transition]:
@@ -256,7 +232,7 @@ class TrainLoop:
         init: Callable[[jax.Array], BaseAgentState],
         update: Update,
         collect: Callable[[BaseAgentState, jax.Array], BaseAgentState],
-        n_updates: Callable[[jax.Array, BaseAgentState], jax.Array],
+        schedule: UpdatesOwed,
     ) -> OneSeedTrain:
         n_envs = self.env_args.n_envs
         one_update = traced_once(self.updated(update))
@@ -264,7 +240,8 @@ class TrainLoop:
         def step(state: BaseAgentState) -> tuple[BaseAgentState, Any]:
             tick = state.collector_state.timestep // n_envs
             state = collect(state, tick)
-            return repeat_updates(one_update, state, n_updates(tick, state))
+            owed = schedule.between(tick * n_envs, state.collector_state.timestep)
+            return repeat_updates(one_update, state, owed)
 
         start, end = self.run.start_timestep, self.run.end_timestep
         return self.train(init, step, end // n_envs - start // n_envs, steps_per_iteration=n_envs)

@@ -28,6 +28,7 @@ from ajax.agents.AVG.core import scaled_td_loss, td_scale
 from ajax.agents.AVG.state import AVGConfig, AVGState, RunningMoments
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step
 from ajax.agents.SAC.core import soft_policy_loss, soft_q_target
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.interaction import Transition, explore_pipeline, init_collector, sample_policy
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
@@ -140,7 +141,8 @@ def make_train(
         return state.replace(actor_state=actor_state, critic_state=critic_state), aux
 
     loop = TrainLoop.create(env_args, run, extensions, evaluation_policy(policy, critic, config))
-    return loop.off_policy(init, update, 0, explore_pipeline(sample_policy, policy, env_args))
+    incremental = UpdatesOwed.replay(train_freq=1, gradient_steps=1, n_envs=env_args.n_envs)  # one update per tick
+    return loop.off_policy(init, update, 0, explore_pipeline(sample_policy, policy, env_args), schedule=incremental)
 
 
 def avg_networks(env_args: EnvironmentConfig, network_args: NetworkConfig) -> tuple[nn.Module, nn.Module]:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 from ajax.agents.base import ENVIRONMENT, NORMALIZATION, REPLAY_SCHEDULE, ActorCritic, one_network
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
-from ajax.agents.loop import UpdateSchedule
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers import ReplayBuffer
 from ajax.extensions import LOOP_PHASES
 from ajax.hyperparameters import Hyperparameters, count, flag, keywords, number
@@ -70,5 +70,5 @@ class DQN(ActorCritic):
             tau=float(s.tau),
             double_q=bool(s.double_q),
             dueling=bool(s.dueling),
-            schedule=UpdateSchedule(s.train_freq, s.gradient_steps),
+            schedule=UpdatesOwed.replay(s.train_freq, s.gradient_steps, self.env_args.n_envs),
         )

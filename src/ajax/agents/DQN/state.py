@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ajax.agents.loop import UpdateSchedule
+from ajax.agents.updates_owed import UpdatesOwed
 
 
 @dataclass(frozen=True)
@@ -20,4 +20,4 @@ class DQNConfig:
     tau: float = field(default=1.0, kw_only=True)  # 1: the target is copied; below 1: Polyak averaging
     double_q: bool = field(default=False, kw_only=True)
     dueling: bool = field(default=False, kw_only=True)
-    schedule: UpdateSchedule = field(default=UpdateSchedule(), kw_only=True)
+    schedule: UpdatesOwed = field(kw_only=True)  # train_freq=, gradient_steps= (UpdatesOwed.replay)

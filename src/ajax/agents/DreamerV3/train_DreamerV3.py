@@ -24,7 +24,6 @@ loss apart as well as their weighted sum, so a test can take each term's gradien
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import jax
@@ -47,6 +46,7 @@ from ajax.agents.DreamerV3.networks import (
 )
 from ajax.agents.DreamerV3.state import DreamerV3Config, DreamerV3State
 from ajax.agents.loop import RunSettings, TrainLoop
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.interaction import init_collector
 from ajax.environments.row_collector import (
     Rows,
@@ -73,37 +73,6 @@ class AuxiliaryLogs:
     grad_norm: jax.Array
 
 
-class TrainRatio(struct.PyTreeNode):
-    """How many updates a tick owes: the reference's `Ratio(train_ratio / (batch_size * batch_length))`.
-
-    Training starts at the first tick where the replay holds `batch_size * batch_length`
-    sequences, as the reference counts its replay's length: each env's ring offers one
-    sequence of batch_length + 1 rows per row past its first batch_length. That tick makes
-    one update, and from there every `batch_size * batch_length / train_ratio` rows owe one
-    more. The rate is a fraction p / q and the count integer arithmetic, exact over any run.
-    """
-
-    start_rows: int = struct.field(pytree_node=False)
-    numerator: int = struct.field(pytree_node=False)
-    denominator: int = struct.field(pytree_node=False)
-
-    @classmethod
-    def create(cls, config: DreamerV3Config, n_envs: int) -> TrainRatio:
-        per_row = Fraction(config.train_ratio).limit_denominator(1_000) / (config.batch_size * config.batch_length)
-        ticks = config.batch_length + -(-config.batch_size * config.batch_length // n_envs)
-        return cls(ticks * n_envs, per_row.numerator, per_row.denominator)
-
-    def due(self, rows: jax.Array) -> jax.Array:
-        """The updates owed once `rows` rows are collected."""
-        past = jnp.maximum(rows - self.start_rows, 0)
-        whole, part = past // self.denominator, past % self.denominator
-        owed = whole * self.numerator + part * self.numerator // self.denominator
-        return jnp.where(rows >= self.start_rows, 1 + owed, 0)
-
-    def between(self, rows_before: jax.Array, rows_after: jax.Array) -> jax.Array:
-        return self.due(rows_after) - self.due(rows_before)
-
-
 def make_train(
     *,
     env_args: EnvironmentConfig,
@@ -121,7 +90,7 @@ def make_train(
     actor = Actor(size.units, env_args.action_dim, continuous)
     critic = Critic(size.units)
     objective = make_objective(model, actor, critic, config)
-    ratio = TrainRatio.create(config, n_envs)
+    owed = UpdatesOwed.train_ratio(config.train_ratio, config.batch_size, config.batch_length, n_envs)
     sequence_length = config.batch_length + 1
 
     def policy_carry(n: int) -> tuple[Latent, jax.Array]:
@@ -218,11 +187,8 @@ def make_train(
         )
         return state, aux
 
-    def n_updates(tick: jax.Array, state: DreamerV3State) -> jax.Array:
-        return ratio.between(tick * n_envs, state.collector_state.timestep)
-
     loop = TrainLoop.create(env_args, run, extensions, latent_evaluation(model, actor, size, env_args))
-    return loop.off_policy(init, learn, collect=collect, n_updates=n_updates)
+    return loop.off_policy(init, learn, schedule=owed, collect=collect)
 
 
 def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: EnvironmentConfig) -> EvalPolicy:

@@ -12,11 +12,11 @@ from ajax.agents.base import (
     expert_in_agent_units,
     two_networks,
 )
-from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training, refuse_with_memory
 from ajax.agents.SAC.action_pipeline import checked_action_pipeline
 from ajax.agents.SAC.state import SACConfig, checked_expert_buffer
 from ajax.agents.SAC.train_SAC import make_train
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers import ReplayBuffer
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords, warn_inert
 from ajax.extensions import LOOP_PHASES
@@ -133,7 +133,7 @@ class SAC(ActorCritic):
             learn_alpha=s.learn_alpha,
             n_critics=2,
             alpha_learning_rate=s.alpha_learning_rate,
-            schedule=UpdateSchedule(s.train_freq, s.gradient_steps),
+            schedule=UpdatesOwed.replay(s.train_freq, s.gradient_steps, self.env_args.n_envs),
             expert=expert_in_agent_units(s.expert_policy, self.env_args),
             expert_buffer_n_steps=checked_expert_buffer(s.expert_policy, s.expert_buffer_n_steps, s.buffer_size),
             use_sde=bool(s.use_sde),

@@ -8,9 +8,9 @@ from typing import Any
 import jax
 from flax import struct
 
-from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import SequenceTraining
 from ajax.agents.SAC.action_pipeline import ActionPipelineConfig
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.utils import ExpertInAgentUnits, StatefulExpert
 from ajax.state import BaseAgentState, LoopTrainState
 
@@ -39,7 +39,7 @@ class SACConfig:
     learn_alpha: bool
     n_critics: int
     alpha_learning_rate: float
-    schedule: UpdateSchedule = field(default=UpdateSchedule(), kw_only=True)  # train_freq=, gradient_steps=
+    schedule: UpdatesOwed = field(kw_only=True)  # train_freq=, gradient_steps= (UpdatesOwed.replay)
     # expert_policy= read in agent units: evaluated beside the agent, acting in the warm-up, filling replay
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)
     expert_buffer_n_steps: int = field(default=0, kw_only=True)

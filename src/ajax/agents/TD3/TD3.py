@@ -12,11 +12,11 @@ from ajax.agents.base import (
     expert_in_agent_units,
     two_networks,
 )
-from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import checked_sequence_training
 from ajax.agents.SAC.action_pipeline import checked_action_pipeline
 from ajax.agents.TD3.state import TD3Config
 from ajax.agents.TD3.train_TD3 import make_train
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers import ReplayBuffer
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords
 from ajax.extensions import LOOP_PHASES
@@ -105,7 +105,7 @@ class TD3(ActorCritic):
             target_policy_noise=float(s.target_policy_noise),
             target_noise_clip=float(s.target_noise_clip),
             exploration_noise=s.exploration_noise,
-            schedule=UpdateSchedule(s.train_freq, s.gradient_steps),
+            schedule=UpdatesOwed.replay(s.train_freq, s.gradient_steps, self.env_args.n_envs),
             expert=expert_in_agent_units(s.expert_policy, self.env_args),
             sequences=sequences,
             action_pipeline=checked_action_pipeline(self.name, s.action_pipeline, self.env_args, memory),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ajax.agents.loop import UpdateSchedule
 from ajax.agents.recurrent import SequenceTraining
 from ajax.agents.SAC.action_pipeline import ActionPipelineConfig
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.schedule import Schedule
 
@@ -22,7 +22,7 @@ class TD3Config:
     target_policy_noise: float
     target_noise_clip: float
     exploration_noise: Schedule
-    schedule: UpdateSchedule = field(default=UpdateSchedule(), kw_only=True)  # train_freq=, gradient_steps=
+    schedule: UpdatesOwed = field(kw_only=True)  # train_freq=, gradient_steps= (UpdatesOwed.replay)
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)  # expert_policy=, evaluated beside
     # with memory=: the sequence replay's sizes, and the reader the update goes through
     sequences: SequenceTraining | None = field(default=None, kw_only=True)

@@ -42,6 +42,7 @@ from ajax.agents.TDMPC2.model import Networks
 from ajax.agents.TDMPC2.networks import WorldModel
 from ajax.agents.TDMPC2.planner import PlanCarry, plan
 from ajax.agents.TDMPC2.state import TDMPC2Config, TDMPC2State
+from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers.sequence import SequenceReplay
 from ajax.environments.interaction import collect_experience, init_collector
 from ajax.environments.utils import uniform_action
@@ -78,18 +79,6 @@ class PolicyLosses:
 class AuxiliaryLogs:
     model: ModelLosses
     policy: PolicyLosses
-
-
-class UpdateCount(struct.PyTreeNode):
-    """Updates owed after n collected steps: none before `seed_steps`, then n (a burst, then one per step)."""
-
-    seed_steps: int = struct.field(pytree_node=False)
-
-    def due(self, steps: jax.Array) -> jax.Array:
-        return jnp.where(steps >= self.seed_steps, steps, 0)
-
-    def between(self, before: jax.Array, after: jax.Array) -> jax.Array:
-        return self.due(after) - self.due(before)
 
 
 def model_optimizer(config: TDMPC2Config) -> optax.GradientTransformation:
@@ -215,7 +204,6 @@ def make_train(
     n_envs, horizon, action_dim = env_args.n_envs, config.planner.horizon, env_args.action_dim
     networks = Networks(WorldModel(config.arch), config)
     replay = SequenceReplay(config.capacity, n_envs, config.batch_size, horizon)
-    count = UpdateCount(config.seed_steps)
 
     def params_of(state: TDMPC2State) -> Any:
         return {**state.critic_state.params, **state.actor_state.params}
@@ -285,9 +273,6 @@ def make_train(
         )
         return state.replace(critic_state=model_state, actor_state=policy_state, q_scale=q_scale), aux
 
-    def n_updates(tick: jax.Array, state: TDMPC2State) -> jax.Array:
-        return count.between(tick * n_envs, state.collector_state.timestep)
-
     # Evaluation: the plan without its exploration noise (the reference's eval_mode).
     def greedy(state: TDMPC2State, obs: jax.Array, carry: tuple[PlanCarry, jax.Array]):
         plans, key = carry
@@ -303,4 +288,4 @@ def make_train(
 
     evaluation = EvalPolicy(greedy, carry=PolicyCarry(init=start, advance=lambda carry, reward: carry))
     loop = TrainLoop.create(env_args, run, extensions, evaluation)
-    return loop.off_policy(init, learn, collect=collect, n_updates=n_updates)
+    return loop.off_policy(init, learn, schedule=UpdatesOwed.after_seed_steps(config.seed_steps), collect=collect)
