@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from ajax.checks import require_counts, require_in_interval
+from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.schedule import check_learning_rate, check_schedule
 
 Check = Callable[[str, Any], None]
@@ -69,7 +69,10 @@ def number(
     """A real number in `interval` (written as a message shows it: "(0, 1]"); None too when `optional`."""
 
     def check(name: str, value: Any) -> None:
-        require_in_interval(interval, **{name: value})
+        if interval == "(0, inf)":  # a rate, a norm or a scale: refused in the words every agent used
+            require_finite_positive(**{name: value})
+        else:
+            require_in_interval(interval, **{name: value})
 
     return Hyperparameter(
         default,
@@ -198,12 +201,15 @@ class Hyperparameters:
     def sweepable(self) -> frozenset[str]:
         return frozenset(name for name, entry in self.declared.items() if entry.sweepable)
 
-    def signature(self) -> inspect.Signature:
-        """`(self, env_id, *, <each keyword>=<default>)`: what `help()`, IDEs and `inspect` show."""
+    def signature(self, first: str = "env_id") -> inspect.Signature:
+        """`(self, env_id, *, <each keyword>=<default>)`: what `help()`, IDEs and `inspect` show.
+
+        `first` names what the agent is built on: an env id, or TDMPC2MultiTask's dataset.
+        """
         keyword = inspect.Parameter.KEYWORD_ONLY
         positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
         return inspect.Signature(
-            [inspect.Parameter("self", positional), inspect.Parameter("env_id", positional)]
+            [inspect.Parameter("self", positional), inspect.Parameter(first, positional)]
             + [inspect.Parameter(name, keyword, default=entry.default) for name, entry in self.declared.items()]
         )
 
@@ -229,4 +235,3 @@ class Hyperparameters:
             cells = (f"`{name}`", f"`{entry.default!r}`", entry.accepts, "yes" if entry.sweepable else "", entry.doc)
             rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         return "\n".join(rows)
-

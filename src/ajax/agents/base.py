@@ -288,6 +288,8 @@ class ActorCritic:
     hyperparameters: ClassVar[Hyperparameters] = two_networks(3e-4, ("64", "relu")) | ENVIRONMENT | NORMALIZATION
     # The keywords `ajax.sweep` can vary inside one program, read from `hyperparameters`.
     sweepable: ClassVar[frozenset[str]] = hyperparameters.sweepable
+    # What the constructor's first argument is: an env id, or a dataset agent's dataset (TDMPC2MultiTask).
+    built_on: ClassVar[str] = "env_id"
     # The networks the base builds: each one's role and its (learning rate, architecture) keywords.
     # A one-network agent declares one role, a world model with its own optimisers none.
     networks: ClassVar[dict[str, tuple[str, str]]] = {
@@ -307,7 +309,7 @@ class ActorCritic:
                 parent_init(self, env_id, **settings)
 
             cls.__init__ = __init__
-        cls.__init__.__signature__ = cls.hyperparameters.signature()
+        cls.__init__.__signature__ = cls.hyperparameters.signature(cls.built_on)
         cls.sweepable = cls.hyperparameters.sweepable
 
     def __init__(self, env_id: str | Any, **given: Any) -> None:
