@@ -316,7 +316,10 @@ class ActorCritic:
         """Bind and check the keywords (`self.settings`), build the env, the networks' settings and the extensions."""
         settings = self.settings = type(self).hyperparameters.bind(self.name, given)
         if "hyperparameters" in type(self).__dict__ or not hasattr(self, "config"):  # TRANSITIONAL
-            self.config = {name: settings[name] for name in self.hyperparameters.declared} | {"algo_name": self.name}
+            # The env id first, as config.json and a checkpoint's header read it (a dataset agent's names its tasks).
+            built_on = {"env_id": env_id} if self.built_on == "env_id" else {}
+            declared = {name: settings[name] for name in self.hyperparameters.declared}
+            self.config = built_on | declared | {"algo_name": self.name}
         memory = settings.get("memory")
         if memory is not None and not self.supports_memory:
             raise NotImplementedError(
