@@ -69,7 +69,7 @@ def number(
     """A real number in `interval` (written as a message shows it: "(0, 1]"); None too when `optional`."""
 
     def check(name: str, value: Any) -> None:
-        if interval == "(0, inf)":  # said as the rates, norms and scales have always said it
+        if interval == "(0, inf)":  # a rate, a norm or a scale: refused in the words every agent used
             require_finite_positive(**{name: value})
         else:
             require_in_interval(interval, **{name: value})
@@ -201,12 +201,15 @@ class Hyperparameters:
     def sweepable(self) -> frozenset[str]:
         return frozenset(name for name, entry in self.declared.items() if entry.sweepable)
 
-    def signature(self) -> inspect.Signature:
-        """`(self, env_id, *, <each keyword>=<default>)`: what `help()`, IDEs and `inspect` show."""
+    def signature(self, first: str = "env_id") -> inspect.Signature:
+        """`(self, env_id, *, <each keyword>=<default>)`: what `help()`, IDEs and `inspect` show.
+
+        `first` names what the agent is built on: an env id, or TDMPC2MultiTask's dataset.
+        """
         keyword = inspect.Parameter.KEYWORD_ONLY
         positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
         return inspect.Signature(
-            [inspect.Parameter("self", positional), inspect.Parameter("env_id", positional)]
+            [inspect.Parameter("self", positional), inspect.Parameter(first, positional)]
             + [inspect.Parameter(name, keyword, default=entry.default) for name, entry in self.declared.items()]
         )
 

@@ -112,23 +112,6 @@ def gradient_clip(default: float | None) -> Hyperparameter:
     )
 
 
-def run_config(arguments: dict[str, Any], name: str, exclude: Sequence[str] = ()) -> dict[str, Any]:
-    """TRANSITIONAL (removed once every agent declares its hyperparameters)."""
-    dropped = {"self", "__class__", *exclude}
-    return {key: value for key, value in arguments.items() if key not in dropped} | {"algo_name": name}
-
-
-def shared_arguments(config: dict[str, Any], parent: Any = None, **overrides: Any) -> dict[str, Any]:
-    """TRANSITIONAL (removed once every agent declares its hyperparameters)."""
-    import inspect
-
-    if parent is None:
-        names = ["env_id", *ActorCritic.hyperparameters.declared]
-    else:
-        names = [name for name in inspect.signature(parent).parameters if name != "self"]
-    return {name: overrides[name] if name in overrides else config[name] for name in names}
-
-
 def field_names(batch_class: type) -> frozenset[str]:
     """The fields of an agent's batch class, for its `batch_fields`."""
     return frozenset(field.name for field in dataclasses.fields(batch_class))
@@ -292,6 +275,8 @@ class ActorCritic:
     hyperparameters: ClassVar[Hyperparameters] = two_networks(3e-4, ("64", "relu")) | ENVIRONMENT | NORMALIZATION
     # The keywords `ajax.sweep` can vary inside one program, read from `hyperparameters`.
     sweepable: ClassVar[frozenset[str]] = hyperparameters.sweepable
+    # What the constructor's first argument is: an env id, or a dataset agent's dataset (TDMPC2MultiTask).
+    built_on: ClassVar[str] = "env_id"
     # The networks the base builds: each one's role and its (learning rate, architecture) keywords.
     # A one-network agent declares one role, a world model with its own optimisers none.
     networks: ClassVar[dict[str, tuple[str, str]]] = {
@@ -302,8 +287,6 @@ class ActorCritic:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Give each agent its declared signature and sweepable set."""
         super().__init_subclass__(**kwargs)
-        if "hyperparameters" not in cls.__dict__:  # TRANSITIONAL: an agent not yet declared
-            return
         if "__init__" not in cls.__dict__:
             parent_init = cls.__init__
 
@@ -311,16 +294,16 @@ class ActorCritic:
                 parent_init(self, env_id, **settings)
 
             cls.__init__ = __init__
-        cls.__init__.__signature__ = cls.hyperparameters.signature()
+        cls.__init__.__signature__ = cls.hyperparameters.signature(cls.built_on)
         cls.sweepable = cls.hyperparameters.sweepable
 
     def __init__(self, env_id: str | Any, **given: Any) -> None:
         """Bind and check the keywords (`self.settings`), build the env, the networks' settings and the extensions."""
         settings = self.settings = type(self).hyperparameters.bind(self.name, given)
-        if "hyperparameters" in type(self).__dict__ or not hasattr(self, "config"):  # TRANSITIONAL
-            # config.json's settings, led by the env as given: a checkpoint's header names it (`checkpoint.agent_env`).
-            declared = {name: settings[name] for name in self.hyperparameters.declared}
-            self.config = {"env_id": env_id, **declared, "algo_name": self.name}
+        # The env id first, as config.json and a checkpoint's header read it (a dataset agent's names its tasks).
+        built_on = {"env_id": env_id} if self.built_on == "env_id" else {}
+        declared = {name: settings[name] for name in self.hyperparameters.declared}
+        self.config = built_on | declared | {"algo_name": self.name}
         memory = settings.get("memory")
         if memory is not None and not self.supports_memory:
             raise NotImplementedError(

@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ENVIRONMENT, ActorCritic
 from ajax.agents.DreamerV3.networks import SIZES
 from ajax.agents.DreamerV3.state import DreamerV3Config, LossScales
 from ajax.agents.DreamerV3.train_DreamerV3 import make_train
-from ajax.checks import require_counts, require_finite_positive, require_in_interval
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.checks import require_counts
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameter, Hyperparameters, Settings, count, keywords, number
+
+
+def _model_size(name: str, value: Any) -> None:
+    if not isinstance(value, str) or value not in SIZES:
+        close = difflib.get_close_matches(str(value), SIZES, n=3)
+        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise ValueError(f"{name} must be one of {', '.join(SIZES)}{hint}, got {value!r}.")
+
+
+def _horizon(name: str, value: Any) -> None:
+    require_counts(**{name: value})
+    if value < 2:
+        raise ValueError(f"{name}={value} makes the continue target's discount 1 - 1/horizon zero: use >= 2.")
+
+
+def _recurrent_by_design(name: str, value: Any) -> None:
+    if value is not None:
+        raise ValueError(
+            "DreamerV3 is recurrent by design: its RSSM carries a latent state through every episode, so it "
+            "takes no memory=. Drop memory=; model_size sets the latent's size."
+        )
 
 
 class DreamerV3(ActorCritic):
@@ -35,106 +56,69 @@ class DreamerV3(ActorCritic):
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "learning_rate",
-            "lam",
-            "actor_entropy",
-        }
+    # A world model, an actor and a critic with DreamerV3's own optimiser (LaProp, adaptive
+    # gradient clipping inside it): no network the base builds, and no max_grad_norm.
+    networks: ClassVar[dict[str, tuple[str, str]]] = {}
+    hyperparameters: ClassVar[Hyperparameters] = keywords(
+        model_size=Hyperparameter("1m", _model_size, ", ".join(map(repr, SIZES)), doc="the reference's presets"),
+        train_ratio=number(32.0, doc="replayed rows per collected row"),
+        batch_size=count(16, doc="sequences per update"),
+        batch_length=count(64, doc="rows per sequence (each holds one more, its context)"),
+        buffer_size=count(1_000_000, doc="rows over all env copies, each copy's ring a share"),
+        learning_rate=number(4e-5, sweep=True, doc="LaProp's step size, for the model, the actor and the critic"),
+        warmup_updates=count(1000, 0, doc="updates over which the step size rises linearly from 0"),
+        imag_horizon=count(15, doc="imagined steps the actor and the critic learn from"),
+        horizon=Hyperparameter(333, _horizon, "integer >= 2", doc="the continue target's discount is 1 - 1/horizon"),
+        lam=number(0.95, "[0, 1]", sweep=True, doc="the lambda-returns' mixing"),
+        actor_entropy=number(3e-4, "[0, inf)", sweep=True, doc="the actor's entropy bonus"),
+        representation_scale=number(
+            LossScales.representation, "[0, inf)", doc="the representation KL's weight (0 frees the posterior)"
+        ),
+        free_nats=number(DreamerV3Config.free_nats, "[0, inf)", doc="the KL terms count only above this floor"),
+    ) | ENVIRONMENT.with_defaults(
+        n_envs=16,
+        memory=Hyperparameter(None, _recurrent_by_design, "None", doc="none: the RSSM carries its own latent"),
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        model_size: str = "1m",
-        n_envs: int = 16,
-        train_ratio: float = 32.0,
-        batch_size: int = 16,
-        batch_length: int = 64,
-        buffer_size: int = 1_000_000,
-        learning_rate: float = 4e-5,
-        warmup_updates: int = 1000,
-        imag_horizon: int = 15,
-        horizon: int = 333,
-        lam: float = 0.95,
-        actor_entropy: float = 3e-4,
-        representation_scale: float = LossScales.representation,
-        free_nats: float = DreamerV3Config.free_nats,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        if memory is not None:
-            raise ValueError(
-                "DreamerV3 is recurrent by design: its RSSM carries a latent state through every episode, so it "
-                "takes no memory=. Drop memory=; model_size sets the latent's size."
-            )
-        if not isinstance(model_size, str) or model_size not in SIZES:
-            close = difflib.get_close_matches(str(model_size), SIZES, n=3)
-            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-            raise ValueError(f"model_size must be one of {', '.join(SIZES)}{hint}, got {model_size!r}.")
-        require_counts(
-            n_envs=n_envs,
-            batch_size=batch_size,
-            batch_length=batch_length,
-            buffer_size=buffer_size,
-            imag_horizon=imag_horizon,
-            horizon=horizon,
-        )
-        require_counts(0, warmup_updates=warmup_updates)
-        require_finite_positive(learning_rate=learning_rate, train_ratio=train_ratio)
-        require_in_interval("[0, 1]", lam=lam)
-        require_in_interval(
-            "[0, inf)", actor_entropy=actor_entropy, representation_scale=representation_scale, free_nats=free_nats
-        )
-        if horizon < 2:
-            raise ValueError(f"horizon={horizon} makes the continue target's discount 1 - 1/horizon zero: use >= 2.")
-        if buffer_size % n_envs:
-            raise ValueError(
-                f"buffer_size={buffer_size} rows must divide among the n_envs={n_envs} copies' rings: use a multiple "
-                f"of {n_envs}, e.g. {buffer_size - buffer_size % n_envs or n_envs}."
-            )
-        if buffer_size // n_envs < batch_length + 1:
-            raise ValueError(
-                f"buffer_size={buffer_size} leaves each of the {n_envs} envs a ring of {buffer_size // n_envs} rows, "
-                f"too few for one sequence of batch_length + 1 = {batch_length + 1}: raise buffer_size to at least "
-                f"{(batch_length + 1) * n_envs}."
-            )
-        per_row = Fraction(train_ratio).limit_denominator(1_000) / (batch_size * batch_length)
-        if per_row.numerator * per_row.denominator >= 2**31:
-            raise ValueError(
-                f"train_ratio={train_ratio} over sequences of {batch_size} x {batch_length} rows is a fraction "
-                f"{per_row} too fine to count updates exactly in 32-bit integers: round train_ratio, e.g. to "
-                f"{round(train_ratio)}."
-            )
-        super().__init__(
-            **shared_arguments(
-                self.config,
-                actor_learning_rate=learning_rate,
-                critic_learning_rate=learning_rate,
-                actor_architecture=(),
-                critic_architecture=(),
-                max_grad_norm=None,  # adaptive gradient clipping, inside LaProp
-                normalize_observations=False,  # symlog inputs instead
-                normalize_rewards=False,  # two-hot rewards over symlog bins instead
-                memory=None,
-            )
-        )
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        check_replay(s)
         self.agent_config = DreamerV3Config(
-            size=SIZES[model_size],
-            batch_size=batch_size,
-            batch_length=batch_length,
-            train_ratio=float(train_ratio),
-            capacity=buffer_size // n_envs,
-            learning_rate=float(learning_rate),
-            imag_horizon=imag_horizon,
-            horizon=horizon,
-            lam=float(lam),
-            actor_entropy=float(actor_entropy),
-            warmup=warmup_updates,
-            free_nats=float(free_nats),
-            scales=LossScales(representation=float(representation_scale)),
+            size=SIZES[s.model_size],
+            batch_size=s.batch_size,
+            batch_length=s.batch_length,
+            train_ratio=float(s.train_ratio),
+            capacity=s.buffer_size // s.n_envs,
+            learning_rate=float(s.learning_rate),
+            imag_horizon=s.imag_horizon,
+            horizon=s.horizon,
+            lam=float(s.lam),
+            actor_entropy=float(s.actor_entropy),
+            warmup=s.warmup_updates,
+            free_nats=float(s.free_nats),
+            scales=LossScales(representation=float(s.representation_scale)),
+        )
+
+
+def check_replay(s: Settings) -> None:
+    """Refuse a replay the env copies cannot share, or a train ratio too fine to count updates by."""
+    buffer_size, n_envs, batch_length, train_ratio = s.buffer_size, s.n_envs, s.batch_length, s.train_ratio
+    if buffer_size % n_envs:
+        raise ValueError(
+            f"buffer_size={buffer_size} rows must divide among the n_envs={n_envs} copies' rings: use a multiple "
+            f"of {n_envs}, e.g. {buffer_size - buffer_size % n_envs or n_envs}."
+        )
+    if buffer_size // n_envs < batch_length + 1:
+        raise ValueError(
+            f"buffer_size={buffer_size} leaves each of the {n_envs} envs a ring of {buffer_size // n_envs} rows, "
+            f"too few for one sequence of batch_length + 1 = {batch_length + 1}: raise buffer_size to at least "
+            f"{(batch_length + 1) * n_envs}."
+        )
+    per_row = Fraction(train_ratio).limit_denominator(1_000) / (s.batch_size * batch_length)
+    if per_row.numerator * per_row.denominator >= 2**31:
+        raise ValueError(
+            f"train_ratio={train_ratio} over sequences of {s.batch_size} x {batch_length} rows is a fraction "
+            f"{per_row} too fine to count updates exactly in 32-bit integers: round train_ratio, e.g. to "
+            f"{round(train_ratio)}."
         )

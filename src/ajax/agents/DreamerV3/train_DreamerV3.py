@@ -60,7 +60,7 @@ from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
 from ajax.networks.optim import laprop, with_traced_numbers
 from ajax.normalizers import PercentileScale
-from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig
 
 sg = jax.lax.stop_gradient
 
@@ -77,13 +77,11 @@ def make_train(
     *,
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
     agent_config: DreamerV3Config,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del network_args, actor_optimizer_args, critic_optimizer_args  # DreamerV3's sizes are its model size's
+    del network_args  # DreamerV3's sizes are its model size's
     config = agent_config
     size, n_envs, continuous = config.size, env_args.n_envs, env_args.continuous
     model = WorldModel(size, env_args.observation_dim, config.unimix)

@@ -3,20 +3,36 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ActorCritic, run_config, shared_arguments
+from ajax.agents.base import ENVIRONMENT, ActorCritic
 from ajax.agents.TDMPC2.core import default_seed_steps, discount_from_episode_length
 from ajax.agents.TDMPC2.networks import SIZES, Architecture, ModelSize
 from ajax.agents.TDMPC2.planner import PlannerConfig
 from ajax.agents.TDMPC2.state import LossCoefficients, TDMPC2Config
 from ajax.agents.TDMPC2.train_TDMPC2 import make_train
-from ajax.checks import require_counts, require_finite_positive, require_in_interval
 from ajax.environments.terminations import can_terminate
-from ajax.extensions import LOOP_PHASES, Extension
+from ajax.extensions import LOOP_PHASES
+from ajax.hyperparameters import Hyperparameter, Hyperparameters, Settings, checked_later, count, flag, keywords, number
 
 WIDE_ACTIONS = 20  # from this many action dimensions the planner iterates twice more (the reference's heuristic)
+
+
+def _model_size(name: str, value: Any) -> None:
+    if isinstance(value, bool) or value not in SIZES:
+        sizes = ", ".join(map(str, SIZES))
+        raise ValueError(f"{name} must be one of {sizes} (millions of parameters), got {value!r}.")
+
+
+def _no_memory(name: str, value: Any) -> None:
+    if value is not None:
+        raise ValueError(
+            "TDMPC2 takes no memory=: its latent is read from each observation alone, as the reference's is. "
+            "Drop memory=."
+        )
+
+
+WIDTHS = ("enc_dim", "mlp_dim", "latent_dim", "num_enc_layers", "num_q")
 
 
 class TDMPC2(ActorCritic):
@@ -40,128 +56,72 @@ class TDMPC2(ActorCritic):
     continuous: ClassVar[bool | None] = True
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     make_train = staticmethod(make_train)
-    sweepable: ClassVar[frozenset[str]] = frozenset(
-        {
-            "learning_rate",
-            "enc_lr_scale",
-            "grad_clip_norm",
-            "tau",
-            "rho",
-            "entropy_coef",
-            "consistency_coef",
-            "reward_coef",
-            "value_coef",
-            "termination_coef",
-            "min_std",
-            "max_std",
-            "temperature",
-            "gamma",
-        }
+    # One world model and a policy prior, with TD-MPC2's own optimisers: no network the base builds.
+    networks: ClassVar[dict[str, tuple[str, str]]] = {}
+    hyperparameters: ClassVar[Hyperparameters] = keywords(
+        model_size=Hyperparameter(
+            5, _model_size, ", ".join(map(str, SIZES)), doc="the reference's presets (millions of parameters)"
+        ),
+        batch_size=count(256, doc="windows per update"),
+        buffer_size=count(1_000_000, doc="transitions over all env copies, each copy's time line a share"),
+        learning_rate=number(3e-4, sweep=True, doc="Adam's step size, for the model and the policy prior"),
+        enc_lr_scale=number(0.3, sweep=True, doc="the encoder's step size, as a fraction of learning_rate"),
+        grad_clip_norm=number(
+            20.0, sweep=True, doc="the model's and the policy's gradients clipped to this global norm"
+        ),
+        tau=number(0.01, "(0, 1]", sweep=True, doc="the target Q-functions' and the Q scale's Polyak step"),
+        rho=number(0.5, "(0, 1]", sweep=True, doc="each later step of a window weighs rho times less"),
+        entropy_coef=number(1e-4, "[0, inf)", sweep=True, doc="the policy prior's scaled entropy bonus"),
+        consistency_coef=number(20.0, "[0, inf)", sweep=True, doc="the latent consistency loss's weight"),
+        reward_coef=number(0.1, "[0, inf)", sweep=True, doc="the reward loss's weight"),
+        value_coef=number(0.1, "[0, inf)", sweep=True, doc="the value loss's weight"),
+        termination_coef=number(1.0, "[0, inf)", sweep=True, doc="the termination loss's weight (episodic)"),
+        horizon=count(3, doc="transitions per window, and the planner's look-ahead"),
+        iterations=count(6, doc="MPPI iterations (two more from 20 action dimensions)"),
+        num_samples=count(512, doc="action sequences the planner scores"),
+        num_elites=count(64, doc="the best sequences the planner refits to"),
+        num_pi_trajs=count(24, 0, doc="sequences drawn from the policy prior"),
+        min_std=number(0.05, sweep=True, doc="the planner's smallest sampling spread"),
+        max_std=number(2.0, sweep=True, doc="the planner's largest (and first) sampling spread"),
+        temperature=number(0.5, sweep=True, doc="the MPPI weights' temperature"),
+        mpc=flag(True, doc="plan at every step (False: the policy prior alone)"),
+        seed_steps=count(None, optional=True, doc="uniform steps before the first updates (None: max(1000, 5 T))"),
+        gamma=number(None, "(0, 1]", sweep=True, optional=True, doc="the discount (None: from the episode length T)"),
+        episodic=checked_later(
+            None, "True, False, or None", doc="a termination head (None: whether the env's episodes can end)"
+        ),
+        num_bins=count(101, doc="two-hot bins of the reward and value heads"),
+        vmin=number(-10.0, "(-inf, inf)", doc="the lowest bin, in symlog units"),
+        vmax=number(10.0, "(-inf, inf)", doc="the highest bin, in symlog units"),
+        simnorm_dim=count(8, doc="the latent's SimNorm group size"),
+        dropout=number(0.01, "[0, 1)", doc="the Q-functions' dropout"),
+        enc_dim=count(None, optional=True, doc="overrides the preset's encoder width (None: the preset's)"),
+        mlp_dim=count(None, optional=True, doc="overrides the preset's hidden width"),
+        latent_dim=count(None, optional=True, doc="overrides the preset's latent width"),
+        num_enc_layers=count(None, optional=True, doc="overrides the preset's encoder depth"),
+        num_q=count(None, optional=True, doc="overrides the preset's number of Q-functions"),
+    ) | ENVIRONMENT.with_defaults(
+        memory=Hyperparameter(None, _no_memory, "None", doc="none: the latent is read from each observation")
     )
 
-    def __init__(
-        self,
-        env_id: str | Any,
-        model_size: int = 5,
-        n_envs: int = 1,
-        batch_size: int = 256,
-        buffer_size: int = 1_000_000,
-        learning_rate: float = 3e-4,
-        enc_lr_scale: float = 0.3,
-        grad_clip_norm: float = 20.0,
-        tau: float = 0.01,
-        rho: float = 0.5,
-        entropy_coef: float = 1e-4,
-        consistency_coef: float = 20.0,
-        reward_coef: float = 0.1,
-        value_coef: float = 0.1,
-        termination_coef: float = 1.0,
-        horizon: int = 3,
-        iterations: int = 6,
-        num_samples: int = 512,
-        num_elites: int = 64,
-        num_pi_trajs: int = 24,
-        min_std: float = 0.05,
-        max_std: float = 2.0,
-        temperature: float = 0.5,
-        mpc: bool = True,
-        seed_steps: int | None = None,
-        gamma: float | None = None,
-        episodic: bool | None = None,
-        num_bins: int = 101,
-        vmin: float = -10.0,
-        vmax: float = 10.0,
-        simnorm_dim: int = 8,
-        dropout: float = 0.01,
-        enc_dim: int | None = None,
-        mlp_dim: int | None = None,
-        latent_dim: int | None = None,
-        num_enc_layers: int | None = None,
-        num_q: int | None = None,
-        episode_length: int | None = None,
-        action_repeat: int = 1,
-        env_params: Any = None,
-        extensions: Sequence[Extension] = (),
-        memory: Any = None,
-    ) -> None:
-        self.config = run_config(locals(), self.name)
-        if memory is not None:
-            raise ValueError(
-                "TDMPC2 takes no memory=: its latent is read from each observation alone, as the reference's is. "
-                "Drop memory=."
-            )
-        size = resolved_size(
-            model_size,
-            enc_dim=enc_dim,
-            mlp_dim=mlp_dim,
-            latent_dim=latent_dim,
-            num_enc_layers=num_enc_layers,
-            num_q=num_q,
+    def __init__(self, env_id: str | Any, **settings: Any) -> None:
+        super().__init__(env_id, **settings)
+        s = self.settings
+        size = resolved_size(s)
+        buffer_size, seed_steps = self._replay(s)
+        check_settings(s, size, buffer_size)
+        discount, seed_steps, episodic = self._from_env(s, seed_steps)
+        planner = planner_config(s, self.env_args.action_dim)
+        arch = Architecture(
+            size=size,
+            observation_dim=self.env_args.observation_dim,
+            action_dim=self.env_args.action_dim,
+            num_bins=s.num_bins,
+            simnorm_dim=s.simnorm_dim,
+            dropout=float(s.dropout),
+            episodic=episodic,
         )
-        check_settings(self.config, size)
-        super().__init__(
-            **shared_arguments(
-                self.config,
-                actor_learning_rate=learning_rate,
-                critic_learning_rate=learning_rate,
-                actor_architecture=(),
-                critic_architecture=(),
-                max_grad_norm=grad_clip_norm,
-                normalize_observations=False,
-                normalize_rewards=False,  # two-hot rewards over symlog bins instead
-                memory=None,
-            )
-        )
-        discount, seed_steps, episodic = self._from_env(gamma, seed_steps, episodic, n_envs, horizon)
-        planner = planner_config(self.config, self.env_args.action_dim)
-        self.agent_config = TDMPC2Config(
-            arch=Architecture(
-                size=size,
-                observation_dim=self.env_args.observation_dim,
-                action_dim=self.env_args.action_dim,
-                num_bins=num_bins,
-                simnorm_dim=simnorm_dim,
-                dropout=float(dropout),
-                episodic=episodic,
-            ),
-            planner=planner,
-            batch_size=batch_size,
-            capacity=buffer_size,
-            learning_rate=float(learning_rate),
-            enc_lr_scale=float(enc_lr_scale),
-            grad_clip_norm=float(grad_clip_norm),
-            tau=float(tau),
-            rho=float(rho),
-            entropy_coef=float(entropy_coef),
-            discount=discount,
-            seed_steps=seed_steps,
-            mpc=bool(mpc),
-            vmin=float(vmin),
-            vmax=float(vmax),
-            coefficients=LossCoefficients(
-                float(consistency_coef), float(reward_coef), float(value_coef), float(termination_coef)
-            ),
-        )
+        self.agent_config = agent_config(s, arch, planner, buffer_size, discount, seed_steps)
         self.config["resolved"] = {
             "discount": discount,
             "seed_steps": seed_steps,
@@ -170,92 +130,58 @@ class TDMPC2(ActorCritic):
             **dataclasses.asdict(size),
         }
 
-    def _from_env(
-        self, gamma: float | None, seed_steps: int | None, episodic: bool | None, n_envs: int, horizon: int
-    ) -> tuple[float, int, bool]:
+    def _replay(self, s: Settings) -> tuple[int, int | None]:
+        """The replay's size and the uniform steps before the first updates (None: the env's default)."""
+        return s.buffer_size, s.seed_steps
+
+    def _from_env(self, s: Settings, seed_steps: int | None) -> tuple[float, int, bool]:
         """The settings whose defaults the env decides: (discount, seed_steps, episodic).
 
         They are read once the env is built (`self.env_args`), from its episode length and
         whether its step function can terminate, as the reference's heuristics do.
         """
         episode_steps = self.env_args.max_episode_steps
-        discount = discount_from_episode_length(episode_steps) if gamma is None else float(gamma)
+        discount = discount_from_episode_length(episode_steps) if s.gamma is None else float(s.gamma)
         seed_steps = default_seed_steps(episode_steps) if seed_steps is None else seed_steps
-        require_counts(seed_steps=seed_steps)
-        if seed_steps < n_envs * horizon:
+        if seed_steps < s.n_envs * s.horizon:
             raise ValueError(
-                f"seed_steps={seed_steps} leaves the replay shorter than one window of horizon={horizon} steps per "
-                f"env copy when the first updates sample it: use at least n_envs * horizon = {n_envs * horizon}."
+                f"seed_steps={seed_steps} leaves the replay shorter than one window of horizon={s.horizon} steps per "
+                f"env copy when the first updates sample it: use at least n_envs * horizon = {s.n_envs * s.horizon}."
             )
         # An explicit False is the user's word (targets still stop at true terminals); None reads the env.
-        episodic = can_terminate(self.env_args) if episodic is None else bool(episodic)
+        episodic = can_terminate(self.env_args) if s.episodic is None else bool(s.episodic)
         return discount, seed_steps, episodic
 
 
-def resolved_size(model_size: int, **overrides: int | None) -> ModelSize:
-    """The preset widths of `model_size`, with each width the user names in `overrides` replacing the preset's."""
-    if isinstance(model_size, bool) or model_size not in SIZES:
-        sizes = ", ".join(map(str, SIZES))
-        raise ValueError(f"model_size must be one of {sizes} (millions of parameters), got {model_size!r}.")
-    return dataclasses.replace(SIZES[model_size], **{k: v for k, v in overrides.items() if v is not None})
+def resolved_size(s: Settings) -> ModelSize:
+    """The preset widths of `model_size`, with each width the user names (`WIDTHS`) replacing the preset's."""
+    return dataclasses.replace(SIZES[s.model_size], **{name: s[name] for name in WIDTHS if s[name] is not None})
 
 
-def check_settings(settings: dict[str, Any], size: ModelSize) -> None:
-    """Refuse, before anything is built, settings the model, the planner or the replay cannot run with.
+def check_settings(s: Settings, size: ModelSize, buffer_size: int) -> None:
+    """Refuse settings the model, the planner or the replay cannot run with together, before anything compiles.
 
-    `settings` is the constructor's run config (its arguments by name), `size` the resolved widths.
+    Each keyword alone is checked by its declaration; `size` is the resolved widths, `buffer_size` the replay's.
     """
-    n_envs, horizon, buffer_size = settings["n_envs"], settings["horizon"], settings["buffer_size"]
-    num_samples, num_elites, num_pi_trajs = (
-        settings["num_samples"],
-        settings["num_elites"],
-        settings["num_pi_trajs"],
-    )
-    num_bins, vmin, vmax, simnorm_dim = (
-        settings["num_bins"],
-        settings["vmin"],
-        settings["vmax"],
-        settings["simnorm_dim"],
-    )
-    min_std, max_std = settings["min_std"], settings["max_std"]
-    require_counts(
-        n_envs=n_envs,
-        batch_size=settings["batch_size"],
-        buffer_size=buffer_size,
-        horizon=horizon,
-        iterations=settings["iterations"],
-        num_samples=num_samples,
-        num_elites=num_elites,
-        num_bins=num_bins,
-        simnorm_dim=simnorm_dim,
-        **dataclasses.asdict(size),
-    )
-    require_counts(0, num_pi_trajs=num_pi_trajs)
-    positive = ("learning_rate", "enc_lr_scale", "grad_clip_norm", "min_std", "max_std", "temperature")
-    require_finite_positive(**{name: settings[name] for name in positive})
-    require_in_interval("(0, 1]", tau=settings["tau"], rho=settings["rho"])
-    require_in_interval("[0, 1)", dropout=settings["dropout"])
-    require_in_interval("(-inf, inf)", vmin=vmin, vmax=vmax)
-    coefficients = ("entropy_coef", "consistency_coef", "reward_coef", "value_coef", "termination_coef")
-    require_in_interval("[0, inf)", **{name: settings[name] for name in coefficients})
+    n_envs, horizon, num_samples, num_bins, vmin, vmax = s.n_envs, s.horizon, s.num_samples, s.num_bins, s.vmin, s.vmax
     if size.num_q < 2:
         raise ValueError(f"num_q={size.num_q}: TD-MPC2 draws two different Q-functions per target; use >= 2.")
     if num_bins < 2 or not vmin < vmax:
         raise ValueError(
             f"The two-hot bins need num_bins >= 2 and vmin < vmax (symlog units), got {num_bins} over [{vmin}, {vmax}]."
         )
-    if size.latent_dim % simnorm_dim:
+    if size.latent_dim % s.simnorm_dim:
         raise ValueError(
-            f"latent_dim={size.latent_dim} must divide into SimNorm groups of simnorm_dim={simnorm_dim}: use a "
-            f"multiple of {simnorm_dim}."
+            f"latent_dim={size.latent_dim} must divide into SimNorm groups of simnorm_dim={s.simnorm_dim}: use a "
+            f"multiple of {s.simnorm_dim}."
         )
-    if num_pi_trajs > num_samples or num_elites > num_samples:
+    if s.num_pi_trajs > num_samples or s.num_elites > num_samples:
         raise ValueError(
-            f"The planner draws num_samples={num_samples} sequences in all, num_pi_trajs={num_pi_trajs} of them "
-            f"from the policy, and keeps num_elites={num_elites}: neither may exceed num_samples."
+            f"The planner draws num_samples={num_samples} sequences in all, num_pi_trajs={s.num_pi_trajs} of them "
+            f"from the policy, and keeps num_elites={s.num_elites}: neither may exceed num_samples."
         )
-    if min_std > max_std:
-        raise ValueError(f"min_std={min_std} exceeds max_std={max_std}.")
+    if s.min_std > s.max_std:
+        raise ValueError(f"min_std={s.min_std} exceeds max_std={s.max_std}.")
     if buffer_size % n_envs or buffer_size // n_envs < horizon:
         raise ValueError(
             f"buffer_size={buffer_size} must split evenly among the n_envs={n_envs} copies' time lines, each "
@@ -264,15 +190,41 @@ def check_settings(settings: dict[str, Any], size: ModelSize) -> None:
         )
 
 
-def planner_config(settings: dict[str, Any], action_dim: int) -> PlannerConfig:
+def planner_config(s: Settings, action_dim: int) -> PlannerConfig:
     """The MPPI planner's settings; wide action spaces iterate twice more (the reference's heuristic)."""
     return PlannerConfig(
-        horizon=settings["horizon"],
-        iterations=settings["iterations"] + 2 * (action_dim >= WIDE_ACTIONS),
-        num_samples=settings["num_samples"],
-        num_elites=settings["num_elites"],
-        num_pi_trajs=settings["num_pi_trajs"],
-        min_std=float(settings["min_std"]),
-        max_std=float(settings["max_std"]),
-        temperature=float(settings["temperature"]),
+        horizon=s.horizon,
+        iterations=s.iterations + 2 * (action_dim >= WIDE_ACTIONS),
+        num_samples=s.num_samples,
+        num_elites=s.num_elites,
+        num_pi_trajs=s.num_pi_trajs,
+        min_std=float(s.min_std),
+        max_std=float(s.max_std),
+        temperature=float(s.temperature),
+    )
+
+
+def agent_config(
+    s: Settings, arch: Architecture, planner: PlannerConfig, capacity: int, discount: float, seed_steps: int
+) -> TDMPC2Config:
+    """The update's and the collection's settings, numbers as floats."""
+    return TDMPC2Config(
+        arch=arch,
+        planner=planner,
+        batch_size=s.batch_size,
+        capacity=capacity,
+        learning_rate=float(s.learning_rate),
+        enc_lr_scale=float(s.enc_lr_scale),
+        grad_clip_norm=float(s.grad_clip_norm),
+        tau=float(s.tau),
+        rho=float(s.rho),
+        entropy_coef=float(s.entropy_coef),
+        discount=discount,
+        seed_steps=seed_steps,
+        mpc=bool(s.mpc),
+        vmin=float(s.vmin),
+        vmax=float(s.vmax),
+        coefficients=LossCoefficients(
+            float(s.consistency_coef), float(s.reward_coef), float(s.value_coef), float(s.termination_coef)
+        ),
     )

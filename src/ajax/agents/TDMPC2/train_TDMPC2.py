@@ -50,7 +50,7 @@ from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
 from ajax.networks.optim import with_traced_numbers
 from ajax.normalizers import RunningScale
-from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig
 
 sg = jax.lax.stop_gradient
 POLICY = "policy"  # the policy prior's parameters: the actor's train state; every other network is the model's
@@ -193,13 +193,11 @@ def make_train(
     *,
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
     agent_config: TDMPC2Config,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del network_args, actor_optimizer_args, critic_optimizer_args  # the model size and TD-MPC2's own optimisers
+    del network_args  # the model size's widths
     config = agent_config
     n_envs, horizon, action_dim = env_args.n_envs, config.planner.horizon, env_args.action_dim
     networks = Networks(WorldModel(config.arch), config)

@@ -10,22 +10,70 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.agents.base import run_config, shared_counters
+from ajax.agents.base import shared_counters
 from ajax.agents.TDMPC2.core import discount_from_episode_length
 from ajax.agents.TDMPC2.TDMPC2 import TDMPC2, WIDE_ACTIONS
 from ajax.agents.TDMPC2MultiTask.train_TDMPC2MultiTask import make_train, task_evaluation
-from ajax.buffers.multitask import MultiTaskDataset
-from ajax.checks import require_counts
+from ajax.buffers.multitask import MultiTaskDataset, TaskInfo
 from ajax.environments.create import prepare_env
 from ajax.evaluate import evaluate
-from ajax.extensions import Extension
+from ajax.hyperparameters import Hyperparameters, Settings, checked_later, count, keywords
 from ajax.log import evaluation_keys
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import forward, recording
-from ajax.state import SEED_AXIS
+from ajax.state import SEED_AXIS, EnvironmentConfig
 
 RETURN = "episodic mean reward"
 SCORE = "Eval/normalized score"
+
+
+# The single-task keywords a model trained offline on several tasks sets itself: one env copy
+# (none steps while it trains), no replay or warm-up (`_replay`), each task's discount from its
+# episodes, no termination head (as the reference's multi-task model), the env's own settings
+# (each task is evaluated in its own env).
+SINGLE_TASK = TDMPC2.hyperparameters.fixing(
+    n_envs=1,
+    buffer_size=None,
+    seed_steps=None,
+    gamma=None,
+    episodic=False,
+    termination_coef=1.0,
+    episode_length=None,
+    action_repeat=1,
+    env_params=None,
+    memory=None,
+)
+
+
+def task_envs(dataset: MultiTaskDataset, eval_envs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Each task's evaluation env (id or env) by name, after refusing another kind of dataset or other tasks."""
+    if not isinstance(dataset, MultiTaskDataset):
+        raise TypeError(
+            f"dataset must be a MultiTaskDataset (ajax.buffers.MultiTaskDataset.from_datasets), got "
+            f"{type(dataset).__name__}."
+        )
+    names = [task.name for task in dataset.tasks]
+    envs = {name: name for name in names} if eval_envs is None else dict(eval_envs)
+    if set(envs) != set(names):
+        raise ValueError(
+            f"eval_envs must name exactly the dataset's tasks {names}; got {sorted(envs)}. Map each task's "
+            "name to its env id or env."
+        )
+    return envs
+
+
+def task_env_args(task: TaskInfo, env: Any) -> EnvironmentConfig:
+    """A task's evaluation env, refused unless it acts continuously in the task's sizes."""
+    env_args = prepare_env(env, n_envs=1)
+    if not env_args.continuous:
+        raise ValueError(f"The eval env of task {task.name!r} has discrete actions; TD-MPC2 acts continuously.")
+    if (env_args.observation_dim, env_args.action_dim) != (task.observation_dim, task.action_dim):
+        raise ValueError(
+            f"The eval env of task {task.name!r} has {env_args.observation_dim} observation and "
+            f"{env_args.action_dim} action dimensions; the dataset's task has {task.observation_dim} and "
+            f"{task.action_dim}."
+        )
+    return env_args
 
 
 class TDMPC2MultiTask(TDMPC2):
@@ -46,96 +94,46 @@ class TDMPC2MultiTask(TDMPC2):
     """
 
     name: ClassVar[str] = "TDMPC2MultiTask"
+    built_on: ClassVar[str] = "dataset"
     make_train = staticmethod(make_train)
-    # The multi-task model has no termination head, and each task takes its discount from its episodes.
-    sweepable: ClassVar[frozenset[str]] = TDMPC2.sweepable - {"gamma", "termination_coef"}
+    hyperparameters: ClassVar[Hyperparameters] = keywords(
+        eval_envs=checked_later(
+            None,
+            "a mapping of each task's name to an env id or env, or None",
+            doc="where each task is evaluated (None: the env of the task's name)",
+        ),
+        model_size=SINGLE_TASK.declared["model_size"],
+        task_dim=count(96, doc="the learned task embedding's width"),
+    ) | SINGLE_TASK.with_defaults(batch_size=1024)
 
-    def __init__(
-        self,
-        dataset: MultiTaskDataset,
-        eval_envs: Mapping[str, Any] | None = None,
-        model_size: int = 5,
-        task_dim: int = 96,
-        batch_size: int = 1024,
-        learning_rate: float = 3e-4,
-        enc_lr_scale: float = 0.3,
-        grad_clip_norm: float = 20.0,
-        tau: float = 0.01,
-        rho: float = 0.5,
-        entropy_coef: float = 1e-4,
-        consistency_coef: float = 20.0,
-        reward_coef: float = 0.1,
-        value_coef: float = 0.1,
-        horizon: int = 3,
-        iterations: int = 6,
-        num_samples: int = 512,
-        num_elites: int = 64,
-        num_pi_trajs: int = 24,
-        min_std: float = 0.05,
-        max_std: float = 2.0,
-        temperature: float = 0.5,
-        mpc: bool = True,
-        num_bins: int = 101,
-        vmin: float = -10.0,
-        vmax: float = 10.0,
-        simnorm_dim: int = 8,
-        dropout: float = 0.01,
-        enc_dim: int | None = None,
-        mlp_dim: int | None = None,
-        latent_dim: int | None = None,
-        num_enc_layers: int | None = None,
-        num_q: int | None = None,
-        extensions: Sequence[Extension] = (),
-    ) -> None:
-        config = run_config(locals(), self.name, exclude=("dataset", "eval_envs"))
-        if not isinstance(dataset, MultiTaskDataset):
-            raise TypeError(
-                f"dataset must be a MultiTaskDataset (ajax.buffers.MultiTaskDataset.from_datasets), got "
-                f"{type(dataset).__name__}."
-            )
-        names = [task.name for task in dataset.tasks]
-        envs = {name: name for name in names} if eval_envs is None else dict(eval_envs)
-        if set(envs) != set(names):
-            raise ValueError(
-                f"eval_envs must name exactly the dataset's tasks {names}; got {sorted(envs)}. Map each task's "
-                "name to its env id or env."
-            )
-        # horizon also sizes the single-task constructor's replay and warm-up below: checked here, a
-        # mistaken horizon is refused by its own name.
-        require_counts(task_dim=task_dim, horizon=horizon)
-        arguments = {k: v for k, v in config.items() if k not in ("algo_name", "task_dim")}
+    def __init__(self, dataset: MultiTaskDataset, **settings: Any) -> None:
+        envs = task_envs(dataset, settings.get("eval_envs"))
         # The single-task constructor checks every shared setting; its env is the first task's.
-        super().__init__(envs[names[0]], n_envs=1, buffer_size=horizon, seed_steps=horizon, episodic=False, **arguments)
-        self.config = config
-        self.eval_env_args = []
-        for task in dataset.tasks:
-            env_args = prepare_env(envs[task.name], n_envs=1)
-            if not env_args.continuous:
-                raise ValueError(f"The eval env of task {task.name!r} has discrete actions; TD-MPC2 acts continuously.")
-            if (env_args.observation_dim, env_args.action_dim) != (task.observation_dim, task.action_dim):
-                raise ValueError(
-                    f"The eval env of task {task.name!r} has {env_args.observation_dim} observation and "
-                    f"{env_args.action_dim} action dimensions; the dataset's task has {task.observation_dim} and "
-                    f"{task.action_dim}."
-                )
-            self.eval_env_args.append(env_args)
+        super().__init__(envs[dataset.tasks[0].name], **settings)
+        s = self.settings
+        del self.config["eval_envs"]  # env ids or envs, not settings: config.json keeps the dataset's tasks
+        self.eval_env_args = [task_env_args(task, envs[task.name]) for task in dataset.tasks]
         self.dataset = dataset
         base = self.agent_config
-        planner = dataclasses.replace(base.planner, iterations=iterations + 2 * (dataset.action_dim >= WIDE_ACTIONS))
+        planner = dataclasses.replace(base.planner, iterations=s.iterations + 2 * (dataset.action_dim >= WIDE_ACTIONS))
         arch = dataclasses.replace(
             base.arch,
             observation_dim=dataset.observation_dim,
             action_dim=dataset.action_dim,
             n_tasks=len(dataset.tasks),
-            task_dim=task_dim,
+            task_dim=s.task_dim,
         )
         self.agent_config = dataclasses.replace(base, arch=arch, planner=planner)
         self.config["resolved"] = {
-            "tasks": names,
+            "tasks": [task.name for task in dataset.tasks],
             "discounts": [discount_from_episode_length(task.episode_length) for task in dataset.tasks],
             "iterations": planner.iterations,
             **dataclasses.asdict(arch.size),
         }
+
+    def _replay(self, s: Settings) -> tuple[int, int | None]:
+        """No replay: the dataset is sampled. The single-task checks see one window, and no warm-up beyond it."""
+        return s.horizon, s.horizon
 
     def train_kwargs(self) -> dict[str, Any]:
         return {**super().train_kwargs(), "dataset": self.dataset}

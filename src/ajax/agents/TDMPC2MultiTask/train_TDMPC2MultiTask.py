@@ -25,7 +25,7 @@ from ajax.buffers.multitask import MultiTaskDataset
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
 from ajax.normalizers import RunningScale
-from ajax.state import CollectorState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+from ajax.state import CollectorState, EnvironmentConfig, NetworkConfig
 
 
 def dataset_collector(dataset: MultiTaskDataset) -> CollectorState:
@@ -49,14 +49,12 @@ def make_train(
     *,
     env_args: EnvironmentConfig,
     network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
     agent_config: TDMPC2Config,
     dataset: MultiTaskDataset,
     extensions: ExtensionStack,
     run: RunSettings,
 ):
-    del network_args, actor_optimizer_args, critic_optimizer_args
+    del network_args
     config = agent_config
     networks = Networks(WorldModel(config.arch), config)
     discounts, masks = task_discounts(dataset), dataset.action_masks()
