@@ -134,3 +134,13 @@ def test_memory_page_names_every_agent_that_refuses_memory():
     paragraph = listed("docs/memory.md", r"^The other agents refuse `memory=` rather than ignore it: (.*?)\n\n")
     named = {name for name in AGENTS if re.search(rf"\b{name}\b", paragraph)}
     assert named == set(AGENTS) - memory_agents()
+
+
+def test_the_agents_page_tables_every_agents_keywords_as_declared():
+    from ajax.agents.keyword_tables import tabled, with_tables
+
+    page = (ROOT / "docs" / "agents.md").read_text()
+    assert tabled(page) == {*AGENTS, "shared"}, "docs/agents.md needs a marked keyword table per agent"
+    assert with_tables(page) == page, (
+        "the keyword tables differ from the declarations: python scripts/keyword_tables.py"
+    )

@@ -12,7 +12,6 @@ env's observations against its declared space, and a resumed state against the a
 """
 
 import functools
-import inspect
 import re
 
 import jax
@@ -206,7 +205,7 @@ CASES = [
     pytest.param(name, argument, value, accepted, id=f"{name}-{argument}={value!r}")
     for name in sorted(AGENTS)
     for argument, value, accepted in MISTAKES
-    if argument in inspect.signature(AGENTS[name].__init__).parameters
+    if argument in AGENTS[name].hyperparameters.declared
 ]
 
 
@@ -218,9 +217,35 @@ def test_a_mistaken_argument_is_refused_by_name(name, argument, value, accepted)
 
 
 def numeric_arguments(agent: type) -> set[str]:
-    """The constructor's arguments that take a number: a count, a rate, a scale, a fraction or a Schedule."""
-    parameters = inspect.signature(agent.__init__).parameters.values()
-    return {p.name for p in parameters if re.search(r"\b(int|float|Schedule)\b", str(p.annotation))}
+    """The keywords the agent declares as a count, a rate, a scale, a fraction or a Schedule."""
+    declared = agent.hyperparameters.declared.items()
+    return {name for name, entry in declared if re.match(r"integer|[([]", entry.accepts)}
+
+
+def outside(accepts: str) -> object:
+    """A value a declaration that `accepts` this must refuse: below a count's least, NaN for a
+    number (NaN lies in no interval), a string for a switch or a choice."""
+    least = re.match(r"integer >= (-?\d+)", accepts)
+    if least:
+        return int(least[1]) - 1
+    return float("nan") if re.match(r"[([]", accepts) else "neither"
+
+
+DECLARED_CHECKS = [
+    pytest.param(name, keyword, id=f"{name}-{keyword}")
+    for name in sorted(AGENTS)
+    for keyword, entry in AGENTS[name].hyperparameters.declared.items()
+    if entry.check is not None
+]
+
+
+@pytest.mark.parametrize(("name", "keyword"), DECLARED_CHECKS)
+def test_every_declared_check_refuses_a_value_outside_what_it_accepts(name, keyword):
+    entry = AGENTS[name].hyperparameters.declared[keyword]
+    value = outside(entry.accepts)
+    with pytest.raises((ValueError, TypeError), match=keyword):  # named; a wrong type gets a TypeError
+        AGENTS[name](env_of(name), **required(name), **{keyword: value})
+    entry.checked(keyword, entry.default)  # and the default passes its own check
 
 
 def test_every_numeric_argument_of_every_agent_has_a_mistake_in_the_table():
@@ -233,7 +258,7 @@ def test_every_numeric_argument_of_every_agent_has_a_mistake_in_the_table():
     "name",
     [
         name
-        if "env_params" in inspect.signature(AGENTS[name].__init__).parameters
+        if "env_params" in AGENTS[name].hyperparameters.declared
         else pytest.param(name, marks=pytest.mark.skip(reason="built on a dataset, its envs named by its tasks"))
         for name in sorted(AGENTS)
     ],
