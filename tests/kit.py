@@ -71,10 +71,11 @@ SPECIFIC: dict[str, Any] = {
 
 
 def env_of(name: str) -> Any:
-    """What agent `name` is built on: an env id fitting its actions, or TDMPC2MultiTask's dataset."""
+    """What agent `name` is built on: an env id fitting its actions (Pendulum where it takes both,
+    but PPO's discrete CartPole), or TDMPC2MultiTask's dataset."""
     if name == "TDMPC2MultiTask":
         return multitask_dataset()
-    return "Pendulum-v1" if AGENTS[name].continuous else "CartPole-v1"
+    return "CartPole-v1" if AGENTS[name].continuous is False or name == "PPO" else "Pendulum-v1"
 
 
 def tiny_settings(name: str) -> dict[str, Any]:

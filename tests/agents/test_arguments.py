@@ -28,7 +28,8 @@ from ajax.buffers import collect_dataset
 from ajax.environments.create import make_env, prepare_env
 from ajax.extensions.expert import ImitationLoss
 from ajax.networks.memory import MemoryConfig
-from tests.conftest import cartpole_expert, pd_expert, pendulum_multitask_dataset
+from tests.conftest import cartpole_expert, pd_expert
+from tests.kit import env_of
 from tests.probe_envs import BestAction
 
 
@@ -40,18 +41,6 @@ def tiny_dataset():
 def required(name: str) -> dict:
     """What an agent cannot be built without, besides its env."""
     return {"DAgger": {"expert_policy": cartpole_expert}, "IQL": {"dataset": tiny_dataset()}}.get(name, {})
-
-
-@functools.cache
-def multitask_dataset():
-    return pendulum_multitask_dataset()
-
-
-def env_of(name: str):
-    """What an agent is built on: an env id, or TDMPC2MultiTask's dataset (its one task evaluated on Pendulum)."""
-    if name == "TDMPC2MultiTask":
-        return multitask_dataset()
-    return "Pendulum-v1" if AGENTS[name].continuous else "CartPole-v1"
 
 
 NAN, INF = float("nan"), float("inf")
@@ -264,7 +253,7 @@ def test_every_numeric_argument_of_every_agent_has_a_mistake_in_the_table():
     ],
 )
 def test_an_env_class_or_another_envs_params_is_refused(name):
-    other = "CartPole-v1" if AGENTS[name].continuous else "Pendulum-v1"
+    other = "CartPole-v1" if env_of(name) == "Pendulum-v1" else "Pendulum-v1"
     with pytest.raises(TypeError, match=r"env_params is a \w+, but this env takes"):
         AGENTS[name](env_of(name), **required(name), env_params=make_env(other, None, False, True)[1])
     if not AGENTS[name].continuous:

@@ -8,155 +8,16 @@ tracing is held to the same bits. Every agent is held to this here and nowhere e
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import (
-    APG,
-    APO,
-    ASAC,
-    AVG,
-    DQN,
-    IQL,
-    PPO,
-    PQN,
-    REDQ,
-    SAC,
-    TD3,
-    TDMPC2,
-    UDRL,
-    DAgger,
-    DreamerV3,
-    TDMPC2MultiTask,
-)
-from ajax.buffers import collect_dataset
+from ajax.agents.registry import AGENTS as REGISTERED
 from ajax.logging.wandb_logging import LoggingConfig
-from tests.conftest import (
-    TDMPC2_MULTITASK_SMALL,
-    TDMPC2_SMALL,
-    assert_same_state,
-    cartpole_expert,
-    pendulum_multitask_dataset,
-)
+from tests.conftest import assert_same_state
+from tests.kit import tiny_agent
 
-SMALL = ("16", "relu")
-
-
-@functools.cache
-def iql_dataset():
-    """1,000 steps of a damping controller on Pendulum: IQL's fixed offline data."""
-    return collect_dataset("Pendulum-v1", lambda obs: jnp.clip(-obs[..., 2:3], -2.0, 2.0), 1_000, seed=0)
-
-
-@functools.cache
-def multitask_dataset():
-    return pendulum_multitask_dataset()
-
-
-AGENTS = {
-    "APG": lambda: APG("Pendulum-v1", n_envs=2, horizon=16, actor_architecture=SMALL),
-    "PPO": lambda: PPO(
-        "CartPole-v1",
-        n_envs=2,
-        n_steps=32,
-        batch_size=32,
-        n_epochs=2,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    ),
-    "APO": lambda: APO(
-        "Pendulum-v1",
-        n_envs=2,
-        n_steps=32,
-        batch_size=32,
-        n_epochs=2,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    ),
-    "SAC": lambda: SAC(
-        "Pendulum-v1",
-        n_envs=2,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1000,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    ),
-    "PQN": lambda: PQN("CartPole-v1", n_envs=2, n_steps=32, n_minibatches=2, n_epochs=2, architecture=SMALL),
-    "TD3": lambda: TD3(
-        "Pendulum-v1",
-        n_envs=2,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1000,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    ),
-    "REDQ": lambda: REDQ(
-        "Pendulum-v1",
-        n_envs=2,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1000,
-        n_critics=4,
-        utd_ratio=3,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    ),
-    "ASAC": lambda: ASAC(
-        "Pendulum-v1",
-        n_envs=2,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1000,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    ),
-    "AVG": lambda: AVG("Pendulum-v1", n_envs=2, actor_architecture=SMALL, critic_architecture=SMALL),
-    "DAgger": lambda: DAgger(
-        "CartPole-v1",
-        expert_policy=cartpole_expert,
-        n_envs=2,
-        n_steps=32,
-        n_gradient_steps=4,
-        batch_size=32,
-        buffer_size=1000,
-        architecture=SMALL,
-    ),
-    "IQL": lambda: IQL(
-        "Pendulum-v1", dataset=iql_dataset(), batch_size=32, actor_architecture=SMALL, critic_architecture=SMALL
-    ),
-    "UDRL": lambda: UDRL(
-        "CartPole-v1",
-        n_envs=2,
-        n_steps=32,
-        n_updates_per_iter=4,
-        batch_size=32,
-        buffer_size=16,
-        top_k=4,
-        architecture=SMALL,
-    ),
-    # Continuous, its rings (100 rows per env) wrapped by the horizon, and updates from tick 9 on.
-    "DreamerV3": lambda: DreamerV3(
-        "Pendulum-v1",
-        n_envs=2,
-        batch_size=2,
-        batch_length=8,
-        buffer_size=200,
-        train_ratio=2,
-        imag_horizon=4,
-        warmup_updates=0,
-    ),
-    # Planning from step 100 on, its burst of 100 updates then one per step, a replay that wraps.
-    "TDMPC2": lambda: TDMPC2("Pendulum-v1", **TDMPC2_SMALL),
-    # Offline: every timestep one update on the dataset's windows. Its logged run (the evaluations
-    # between chunks) is held to the same continuity in test_tdmpc2_multitask.py.
-    "TDMPC2MultiTask": lambda: TDMPC2MultiTask(multitask_dataset(), **TDMPC2_MULTITASK_SMALL),
-    "DQN": lambda: DQN(
-        "CartPole-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, architecture=SMALL
-    ),
-}
+# Every registered agent, tiny (`tests/kit.py`): a new agent is held to the contract by being registered.
+AGENTS = {name: functools.partial(tiny_agent, name) for name in REGISTERED}
 TOTAL, HALF, LOG = 512, 200, 128  # HALF on no on-policy rollout's boundary, nor LOG's
 # The evaluations' continuity is the shared loop's: checked on one agent of each way of
 # collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels, DreamerV3's
@@ -228,9 +89,3 @@ def test_seeds_that_disagree_on_counters_are_refused(full_run):
     )
     with pytest.raises(ValueError, match="same timestep"):
         AGENTS[name]().train(seed=[0, 1], n_timesteps=10, initial_state=broken)
-
-
-def test_every_registered_agent_is_held_to_the_contract():
-    from ajax.agents.registry import AGENTS as REGISTERED
-
-    assert set(AGENTS) == set(REGISTERED), "add the new agent to AGENTS above: determinism and the resume contract"

@@ -27,7 +27,8 @@ from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
 from ajax.extensions.prior_data import PriorData
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.state import LoopTrainState
-from tests.conftest import cartpole_expert, first_seed, pendulum_multitask_dataset
+from tests.conftest import cartpole_expert, first_seed
+from tests.kit import env_of
 
 # Phases -----------------------------------------------------------------------------------
 
@@ -50,12 +51,6 @@ FOLDED = {
     "TDMPC2": set(),
     "TDMPC2MultiTask": set(),
 }
-ENV = {True: "Pendulum-v1", False: "CartPole-v1", None: "CartPole-v1"}
-
-
-def built_on(name: str):
-    """What an agent is built on: its env id, or TDMPC2MultiTask's dataset (one task, evaluated on Pendulum)."""
-    return pendulum_multitask_dataset() if name == "TDMPC2MultiTask" else ENV[AGENTS[name].continuous]
 
 
 def required(name: str) -> dict:
@@ -92,15 +87,15 @@ class AddsACriticLoss(Extension):
 def test_an_unfolded_phase_is_refused_at_construction(name):
     agent = AGENTS[name]
     if "action" in agent.supported_extension_phases:
-        agent(built_on(name), extensions=(OverridesEveryAction(),))
+        agent(env_of(name), extensions=(OverridesEveryAction(),))
     else:
         with pytest.raises(ValueError, match=f"action, which {name} never folds"):
-            agent(built_on(name), extensions=(OverridesEveryAction(),), **required(name))
+            agent(env_of(name), extensions=(OverridesEveryAction(),), **required(name))
     if "critic_loss" not in agent.supported_extension_phases:
         with pytest.raises(ValueError, match=f"critic_loss, which {name} never folds"):
-            agent(built_on(name), extensions=(AddsACriticLoss(),), **required(name))
+            agent(env_of(name), extensions=(AddsACriticLoss(),), **required(name))
     else:
-        agent(built_on(name), extensions=(AddsACriticLoss(),), **required(name))
+        agent(env_of(name), extensions=(AddsACriticLoss(),), **required(name))
 
 
 @dataclass(frozen=True)
