@@ -20,7 +20,7 @@ memory of its own episode). Critics never run when acting, so they always burn i
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,6 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.buffers.sequence import SequenceReplay, SequenceStep
-from ajax.checks import require_counts
 from ajax.environments.interaction import ActionPipeline, Explore, Transition, init_collector
 from ajax.environments.utils import ExpertInAgentUnits, uniform_action
 from ajax.evaluate import EvalPolicy, PolicyCarry
@@ -143,26 +142,18 @@ Reader = FeedForward | SequenceTraining
 
 
 def checked_sequence_training(
-    memory: MemoryConfig | None,
-    sequence_length: int,
-    burn_in: int,
-    stored_state: bool,
-    *,
-    defaults: tuple[int, int],
-    batch_size: int,
-    buffer_size: int,
-    learning_starts: int,
-    n_envs: int,
+    memory: MemoryConfig | None, settings: Mapping[str, Any], defaults: tuple[int, int]
 ) -> SequenceTraining | None:
-    """The sequence replay a recurrent replay agent trains with, refused where sizes do not fit.
+    """The sequence replay a recurrent replay agent trains with, refused where its settings'
+    sizes (`sequence_length`, `burn_in`, `stored_state`, `batch_size`, `buffer_size`,
+    `learning_starts`, `n_envs`, each already checked alone) do not fit together.
 
     With memory `batch_size` still counts the transitions an update trains on: batch_size /
     sequence_length windows, so an update costs about what a feed-forward one does per step.
     """
-    require_counts(sequence_length=sequence_length)
-    require_counts(0, burn_in=burn_in)
-    if not isinstance(stored_state, bool):
-        raise ValueError(f"stored_state must be True or False, got {stored_state!r}.")
+    sequence_length, burn_in, stored_state = (settings[name] for name in ("sequence_length", "burn_in", "stored_state"))
+    batch_size, buffer_size = settings["batch_size"], settings["buffer_size"]
+    learning_starts, n_envs = settings["learning_starts"], settings["n_envs"]
     if memory is None:
         if (sequence_length, burn_in) != defaults or stored_state:
             raise ValueError(

@@ -111,17 +111,7 @@ class SAC(ActorCritic):
             expert_buffer_n_steps=s.expert_buffer_n_steps,
             use_sde=s.use_sde,
         )
-        sequences = checked_sequence_training(
-            memory,
-            s.sequence_length,
-            s.burn_in,
-            s.stored_state,
-            defaults=SEQUENCE_DEFAULTS,
-            batch_size=s.batch_size,
-            buffer_size=s.buffer_size,
-            learning_starts=s.learning_starts,
-            n_envs=s.n_envs,
-        )
+        sequences = checked_sequence_training(memory, s, SEQUENCE_DEFAULTS)
         self.agent_config = SACConfig(
             gamma=s.gamma,
             tau=s.tau,

@@ -109,10 +109,8 @@ def empty_collector(
 
 
 @dataclass(frozen=True)
-class SoftActorCritic:
-    """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha.
-
-    The actor is a squashed Gaussian PID (`ajax.modules.pid_actor`) when the architecture is a `PIDPolicy`.
+class ReplayActorCritic:
+    """An actor, critics and a replay built from an agent's static settings: SAC's and TD3's parts.
 
     With memory both networks are recurrent and the replay keeps trajectories
     (`ajax.agents.recurrent`); the updates read the networks through `reader` either way.
@@ -122,7 +120,7 @@ class SoftActorCritic:
     network_args: NetworkConfig
     actor_optimizer_args: OptimizerConfig
     critic_optimizer_args: OptimizerConfig
-    config: SACConfig
+    config: Any  # the agent's config: buffer_size, batch_size and sequences read here
     extensions: ExtensionStack
 
     @property
@@ -132,6 +130,21 @@ class SoftActorCritic:
     @property
     def reader(self) -> Reader:
         return FEED_FORWARD if self.config.sequences is None else self.config.sequences
+
+    @property
+    def buffer(self) -> ReplayBuffer | SequenceReplay:
+        config = self.config
+        return replay_buffer(config.buffer_size, config.batch_size, config.sequences, self.env_args.n_envs)
+
+
+@dataclass(frozen=True)
+class SoftActorCritic(ReplayActorCritic):
+    """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha.
+
+    The actor is a squashed Gaussian PID (`ajax.modules.pid_actor`) when the architecture is a `PIDPolicy`.
+    """
+
+    config: SACConfig
 
     @property
     def actor(self) -> nn.Module:
@@ -149,12 +162,6 @@ class SoftActorCritic:
         """The ensemble, or a same-shaped one of `n` members for a subset of its parameters."""
         head = QEnsemble(self.network_args.critic_architecture, n=self.config.n_critics if n is None else n)
         return with_memory(head, self.memory)
-
-    @property
-    def buffer(self) -> ReplayBuffer | SequenceReplay:
-        return replay_buffer(
-            self.config.buffer_size, self.config.batch_size, self.config.sequences, self.env_args.n_envs
-        )
 
     def init(self, key: jax.Array, state_class: type[SoftACState] = SoftACState, **fields: Any) -> SoftACState:
         rng, actor_key, critic_key, env_key, eval_key, noise_key = jax.random.split(key, 6)

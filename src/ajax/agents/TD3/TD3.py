@@ -82,17 +82,7 @@ class TD3(ActorCritic):
         super().__init__(env_id, **settings)
         s = self.settings
         memory = self.network_args.memory
-        sequences = checked_sequence_training(
-            memory,
-            s.sequence_length,
-            s.burn_in,
-            s.stored_state,
-            defaults=SEQUENCE_DEFAULTS,
-            batch_size=s.batch_size,
-            buffer_size=s.buffer_size,
-            learning_starts=s.learning_starts,
-            n_envs=s.n_envs,
-        )
+        sequences = checked_sequence_training(memory, s, SEQUENCE_DEFAULTS)
         if sequences is None:
             ReplayBuffer(int(s.buffer_size), s.batch_size)  # rejects a buffer smaller than a batch
         self.agent_config = TD3Config(

@@ -19,19 +19,17 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, when
-from ajax.agents.recurrent import FEED_FORWARD, Reader, example_inputs, recurrent_evaluation, with_memory
+from ajax.agents.recurrent import example_inputs, recurrent_evaluation, with_memory
 from ajax.agents.SAC.core import polyak
-from ajax.agents.SAC.train_SAC import empty_collector, replay_buffer
+from ajax.agents.SAC.train_SAC import ReplayActorCritic, empty_collector
 from ajax.agents.TD3.core import clipped_double_q_target, deterministic_policy_loss, smoothed_target_action
 from ajax.agents.TD3.state import TD3Config
-from ajax.buffers import ReplayBuffer
-from ajax.buffers.sequence import SequenceReplay, SequenceStep
+from ajax.buffers.sequence import SequenceStep
 from ajax.environments.interaction import ActionPipeline, Transition, gaussian_exploration
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import DeterministicActor, QEnsemble
-from ajax.networks.memory import MemoryConfig
 from ajax.networks.optim import new_train_state
 from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
@@ -57,28 +55,13 @@ class AuxiliaryLogs:
 
 
 @dataclass(frozen=True)
-class TwinDelayedActorCritic:
+class TwinDelayedActorCritic(ReplayActorCritic):
     """A deterministic actor and two Q-critics, each with a target copy, and a replay.
 
-    The actor is a deterministic PID (`ajax.modules.pid_actor`) when the architecture is a
-    `PIDPolicy`. With memory both networks are recurrent and the replay keeps trajectories
-    (`ajax.agents.recurrent`); the update reads the networks through `reader` either way.
+    The actor is a deterministic PID (`ajax.modules.pid_actor`) when the architecture is a `PIDPolicy`.
     """
 
-    env_args: EnvironmentConfig
-    network_args: NetworkConfig
-    actor_optimizer_args: OptimizerConfig
-    critic_optimizer_args: OptimizerConfig
     config: TD3Config
-    extensions: ExtensionStack
-
-    @property
-    def memory(self) -> MemoryConfig | None:
-        return self.network_args.memory
-
-    @property
-    def reader(self) -> Reader:
-        return FEED_FORWARD if self.config.sequences is None else self.config.sequences
 
     @property
     def actor(self) -> nn.Module:
@@ -90,11 +73,6 @@ class TwinDelayedActorCritic:
     @property
     def critic(self) -> nn.Module:
         return with_memory(QEnsemble(self.network_args.critic_architecture, n=2), self.memory)
-
-    @property
-    def buffer(self) -> ReplayBuffer | SequenceReplay:
-        config = self.config
-        return replay_buffer(config.buffer_size, config.batch_size, config.sequences, self.env_args.n_envs)
 
     def init(self, key: jax.Array) -> BaseAgentState:
         """Both networks with their target copies, and the collector with an empty replay."""
