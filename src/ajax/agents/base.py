@@ -102,6 +102,22 @@ REPLAY_SCHEDULE = keywords(
 )
 
 
+# The discount, for the agents that discount.
+DISCOUNT = number(0.99, "(0, 1]", sweep=True, doc="the discount")
+
+
+def replay(buffer_size: int, batch_size: int, learning_starts: int) -> Hyperparameters:
+    """A replay agent's buffer, minibatch and warm-up, then when it updates (`REPLAY_SCHEDULE`)."""
+    return (
+        keywords(
+            buffer_size=count(buffer_size, doc="transitions the replay holds"),
+            batch_size=count(batch_size, doc="transitions per minibatch"),
+            learning_starts=count(learning_starts, 0, doc="uniform random actions before this step, updates after"),
+        )
+        | REPLAY_SCHEDULE
+    )
+
+
 # The keywords declared alike by the agents that take them, tabled once on the agents page.
 SHARED_KEYWORDS = ENVIRONMENT | NORMALIZATION | REPLAY_SCHEDULE
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.AVG.state import AVGConfig
 from ajax.agents.AVG.train_AVG import make_train
-from ajax.agents.base import ENVIRONMENT, ActorCritic, expert_in_agent_units, two_networks
+from ajax.agents.base import DISCOUNT, ENVIRONMENT, ActorCritic, expert_in_agent_units, two_networks
 from ajax.deprecation import removed_keywords
 from ajax.extensions import LOOP_PHASES
 from ajax.hyperparameters import Hyperparameters, checked_later, keywords, number
@@ -33,7 +33,7 @@ class AVG(ActorCritic):
     hyperparameters: ClassVar[Hyperparameters] = (
         two_networks((6.3e-3, 8.7e-3), ("256", "leaky_relu", "256", "leaky_relu"), pid=True)
         | keywords(
-            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            gamma=DISCOUNT,
             alpha=number(0.07, "[0, inf)", sweep=True, doc="the entropy weight, held fixed: AVG learns no temperature"),
         )
         | ENVIRONMENT

@@ -28,6 +28,7 @@ from ajax.agents.AVG.core import scaled_td_loss, td_scale
 from ajax.agents.AVG.state import AVGConfig, AVGState, RunningMoments
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step
 from ajax.agents.SAC.core import soft_policy_loss, soft_q_target
+from ajax.agents.SAC.train_SAC import PolicyAuxiliaries
 from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.interaction import Transition, explore_pipeline, init_collector, sample_policy
 from ajax.evaluate import EvalPolicy
@@ -36,13 +37,6 @@ from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import QCritic, SquashedGaussianActor
 from ajax.networks.optim import make_optimizer, new_train_state
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
-
-
-@struct.dataclass
-class PolicyAuxiliaries:
-    policy_loss: jax.Array
-    log_prob: jax.Array
-    actor_grad_norm: jax.Array
 
 
 @struct.dataclass

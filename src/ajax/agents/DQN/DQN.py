@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import ENVIRONMENT, NORMALIZATION, REPLAY_SCHEDULE, ActorCritic, one_network
+from ajax.agents.base import DISCOUNT, ENVIRONMENT, NORMALIZATION, ActorCritic, one_network, replay
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
 from ajax.agents.updates_owed import UpdatesOwed
@@ -33,13 +33,10 @@ class DQN(ActorCritic):
     hyperparameters: ClassVar[Hyperparameters] = (
         one_network(1e-3, ("64", "relu", "64", "relu"), max_grad_norm=10.0)
         | keywords(
-            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
-            buffer_size=count(100_000, doc="transitions the replay holds"),
-            batch_size=count(64, doc="transitions per minibatch"),
-            learning_starts=count(1_000, 0, doc="uniform random actions before this step, updates after"),
+            gamma=DISCOUNT,
             target_update_interval=count(500, doc="env steps between target refreshes, whatever n_envs (SB3's count)"),
         )
-        | REPLAY_SCHEDULE
+        | replay(100_000, 64, 1_000)
         | keywords(
             tau=number(1.0, "(0, 1]", sweep=True, doc="each refresh's Polyak step (1: a hard copy, the paper's)"),
             double_q=flag(False, doc="bootstrap from the online argmax, removing the max's upward bias"),

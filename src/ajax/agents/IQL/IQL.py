@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import ENVIRONMENT, ActorCritic, two_networks
+from ajax.agents.base import DISCOUNT, ENVIRONMENT, ActorCritic, two_networks
 from ajax.agents.IQL.state import IQLConfig
 from ajax.agents.IQL.train_IQL import make_train
 from ajax.buffers.dataset import check_dataset
@@ -37,7 +37,7 @@ class IQL(ActorCritic):
                 doc="the fixed transitions learned from, e.g. collect_dataset(env, expert, n_steps)",
             ),
             value_learning_rate=learning_rate(3e-4, doc="V's Adam step size (V has critic_architecture's layers)"),
-            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            gamma=DISCOUNT,
             tau=number(0.005, "(0, 1]", sweep=True, doc="the target critics' Polyak step"),
             expectile=number(0.7, "(0, 1)", sweep=True, doc="V's expectile of Q: above 0.5 leans to the best actions"),
             beta=number(

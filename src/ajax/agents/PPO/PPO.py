@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import ENVIRONMENT, NORMALIZATION, ActorCritic, field_names, two_networks
+from ajax.agents.base import DISCOUNT, ENVIRONMENT, NORMALIZATION, ActorCritic, field_names, two_networks
 from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.deprecation import removed_keywords, renamed_keywords
@@ -150,7 +150,7 @@ class PPO(ActorCritic):
     make_train = staticmethod(make_train)
     hyperparameters: ClassVar[Hyperparameters] = (
         PROXIMAL_NETWORKS
-        | keywords(gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"))
+        | keywords(gamma=DISCOUNT)
         | GAE_LAMBDA
         | CLIPPED_EPOCHS
         | PROXIMAL_ENVIRONMENT

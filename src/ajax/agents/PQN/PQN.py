@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import ENVIRONMENT, NORMALIZATION, ActorCritic, one_network
+from ajax.agents.base import DISCOUNT, ENVIRONMENT, NORMALIZATION, ActorCritic, one_network
 from ajax.agents.PQN.state import PQNConfig
 from ajax.agents.PQN.train_PQN import make_train
 from ajax.extensions import LOOP_PHASES
@@ -28,7 +28,7 @@ class PQN(ActorCritic):
     hyperparameters: ClassVar[Hyperparameters] = (
         one_network(2.5e-4, ("128", "relu", "128", "relu"), 10.0)
         | keywords(
-            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            gamma=DISCOUNT,
             q_lambda=number(0.65, "[0, 1]", sweep=True, doc="Q(lambda)'s lambda: lower trades variance for bias"),
             n_steps=count(128, doc="steps each env copy collects per rollout"),
             n_epochs=count(4, doc="passes over each rollout"),

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ajax.agents.DQN.train_DQN import ValueAuxiliaries
 from ajax.agents.loop import RunSettings, TrainLoop, gradient_step
 from ajax.agents.PQN.core import q_lambda_returns
 from ajax.agents.PQN.state import PQNConfig
@@ -18,14 +19,6 @@ from ajax.networks.optim import new_train_state
 from ajax.perf_utils import final_aux_scan
 from ajax.schedule import at, linear
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, NetworkConfig, OptimizerConfig
-
-
-@struct.dataclass
-class ValueAuxiliaries:
-    critic_loss: jax.Array
-    q_mean: jax.Array
-    critic_grad_norm: jax.Array
-    epsilon: jax.Array
 
 
 @struct.dataclass

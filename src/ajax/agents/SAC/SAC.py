@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ajax.agents.base import (
+    DISCOUNT,
     ENVIRONMENT,
     NORMALIZATION,
-    REPLAY_SCHEDULE,
     ActorCritic,
     expert_in_agent_units,
+    replay,
     two_networks,
 )
 from ajax.agents.recurrent import checked_sequence_training, refuse_with_memory
@@ -57,13 +58,10 @@ class SAC(ActorCritic):
         two_networks(3e-4, ("256", "relu", "256", "relu"), pid=True)
         | keywords(
             alpha_learning_rate=number(3e-4, sweep=True, doc="the temperature's Adam step size"),
-            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            gamma=DISCOUNT,
             tau=number(0.005, "(0, 1]", sweep=True, doc="the target critics' Polyak step"),
-            buffer_size=count(1_000_000, doc="transitions the replay holds"),
-            batch_size=count(256, doc="transitions per minibatch"),
-            learning_starts=count(10_000, 0, doc="uniform random actions before this step, updates after"),
         )
-        | REPLAY_SCHEDULE
+        | replay(1_000_000, 256, 10_000)
         | keywords(
             alpha_init=number(1.0, sweep=True, doc="the temperature's initial value"),
             learn_alpha=flag(True, doc="learn the temperature towards target_entropy (False: hold alpha_init)"),

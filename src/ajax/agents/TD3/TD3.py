@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ajax.agents.base import (
+    DISCOUNT,
     ENVIRONMENT,
     NORMALIZATION,
-    REPLAY_SCHEDULE,
     ActorCritic,
     expert_in_agent_units,
+    replay,
     two_networks,
 )
 from ajax.agents.recurrent import checked_sequence_training
@@ -48,13 +49,10 @@ class TD3(ActorCritic):
     hyperparameters: ClassVar[Hyperparameters] = (
         two_networks(1e-3, ("400", "relu", "300", "relu"), pid=True)
         | keywords(
-            gamma=number(0.99, "(0, 1]", sweep=True, doc="the discount"),
+            gamma=DISCOUNT,
             tau=number(0.005, "(0, 1]", sweep=True, doc="the target networks' Polyak step"),
-            buffer_size=count(1_000_000, doc="transitions the replay holds"),
-            batch_size=count(100, doc="transitions per minibatch"),
-            learning_starts=count(10_000, 0, doc="uniform random actions before this step, updates after"),
         )
-        | REPLAY_SCHEDULE
+        | replay(1_000_000, 100, 10_000)
         | keywords(
             policy_delay=count(2, doc="critic updates per actor and target update: the critics settle first"),
             target_policy_noise=number(

@@ -21,7 +21,7 @@ from flax import struct
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, when
 from ajax.agents.recurrent import example_inputs, recurrent_evaluation, with_memory
 from ajax.agents.SAC.core import polyak
-from ajax.agents.SAC.train_SAC import ReplayActorCritic, empty_collector
+from ajax.agents.SAC.train_SAC import ReplayActorCritic, ValueAuxiliaries, empty_collector
 from ajax.agents.TD3.core import clipped_double_q_target, deterministic_policy_loss, smoothed_target_action
 from ajax.agents.TD3.state import TD3Config
 from ajax.buffers.sequence import SequenceStep
@@ -38,13 +38,6 @@ from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState, Networ
 class PolicyAuxiliaries:
     policy_loss: jax.Array
     actor_grad_norm: jax.Array
-
-
-@struct.dataclass
-class ValueAuxiliaries:
-    critic_loss: jax.Array
-    q_mean: jax.Array
-    critic_grad_norm: jax.Array
 
 
 @struct.dataclass
