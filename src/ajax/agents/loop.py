@@ -32,6 +32,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import optax
+from flax import struct
 
 from ajax import nonfinite
 from ajax.agents.updates_owed import UpdatesOwed
@@ -40,7 +41,7 @@ from ajax.evaluate import EvalPolicy, evaluate, flatten_metrics
 from ajax.extensions import ExtensionStack
 from ajax.log import TRAIN_RETURN, empty_rows, evaluate_and_log, evaluation_keys, n_rows, train_return
 from ajax.perf_utils import LoopCarry, build_resumable_train, final_aux_scan, traced_once
-from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState
+from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, LoopTrainState
 
 Update = Callable[..., tuple[BaseAgentState, Any]]
 OneSeedTrain = Callable[[jax.Array, BaseAgentState | None], tuple[BaseAgentState, Any]]
@@ -131,6 +132,30 @@ def repeat_updates(update: Update, state: BaseAgentState, count: jax.Array) -> t
 
     _, state, aux = jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), state, nothing))
     return state, aux
+
+
+@struct.dataclass
+class ActorCriticLogs:
+    """What an actor-critic update logs: its policy's and its critics' auxiliaries (each agent's
+    own dataclass of them) and the extensions' metrics."""
+
+    policy: Any
+    value: Any
+    extensions: dict
+
+
+def offline_collector(dataset: Any) -> CollectorState:
+    """The collector of an agent that learns from a fixed dataset (IQL, TDMPC2MultiTask): it steps
+    nothing, holds the dataset and counts updates. No training episode ever ends, so the
+    training return stays NaN."""
+    return CollectorState(
+        env_state=None,
+        last_obs=None,
+        timestep=jnp.zeros((), jnp.int32),
+        episodic_return=jnp.zeros((1,), jnp.float32),
+        last_episodic_return=jnp.full((1,), jnp.nan, jnp.float32),
+        buffer_state=dataset,
+    )
 
 
 @dataclass(frozen=True)

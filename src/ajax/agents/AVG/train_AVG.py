@@ -26,7 +26,7 @@ from flax import struct
 
 from ajax.agents.AVG.core import scaled_td_loss, td_scale
 from ajax.agents.AVG.state import AVGConfig, AVGState, RunningMoments
-from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step
+from ajax.agents.loop import ActorCriticLogs, RunSettings, TrainLoop, actor_step, critic_step
 from ajax.agents.SAC.core import soft_policy_loss, soft_q_target
 from ajax.agents.SAC.train_SAC import PolicyAuxiliaries
 from ajax.agents.updates_owed import UpdatesOwed
@@ -45,13 +45,6 @@ class ValueAuxiliaries:
     q_mean: jax.Array
     td_scale: jax.Array
     critic_grad_norm: jax.Array
-
-
-@struct.dataclass
-class AuxiliaryLogs:
-    policy: PolicyAuxiliaries
-    value: ValueAuxiliaries
-    extensions: dict
 
 
 def make_train(
@@ -97,7 +90,7 @@ def make_train(
     def policy(state: AVGState, obs: jax.Array):
         return actor.apply(state.actor_state.params, actor_view(state, obs))
 
-    def update(state: AVGState, transition: Transition) -> tuple[AVGState, AuxiliaryLogs]:
+    def update(state: AVGState, transition: Transition) -> tuple[AVGState, ActorCriticLogs]:
         state = merge_statistics(state, transition, config.gamma)
         state, (next_key, actor_key) = state.next_keys(2)
         alpha = jnp.exp(state.alpha.params["log_alpha"])
@@ -127,7 +120,7 @@ def make_train(
         actor_state, actor_loss, log_prob, actor_norm, actor_metrics = actor_step(
             state.actor_state, policy_loss, actor_batch, state, extensions
         )
-        aux = AuxiliaryLogs(
+        aux = ActorCriticLogs(
             PolicyAuxiliaries(actor_loss, jnp.mean(log_prob), actor_norm),
             ValueAuxiliaries(critic_loss, q_mean, sigma, critic_norm),
             {**critic_metrics, **actor_metrics},

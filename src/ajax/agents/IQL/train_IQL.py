@@ -26,13 +26,21 @@ from flax import struct
 from ajax.agents.IQL.core import awr_policy_loss, awr_weight, polyak, q_loss, value_loss, value_target
 from ajax.agents.IQL.networks import TanhMeanGaussianActor
 from ajax.agents.IQL.state import IQLConfig, IQLState
-from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, gradient_step
+from ajax.agents.loop import (
+    ActorCriticLogs,
+    RunSettings,
+    TrainLoop,
+    actor_step,
+    critic_step,
+    gradient_step,
+    offline_collector,
+)
 from ajax.buffers.dataset import Dataset
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble, ValueCritic
 from ajax.networks.optim import new_train_state
-from ajax.state import CollectorState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
 @struct.dataclass
@@ -50,28 +58,6 @@ class ValueAuxiliaries:
     value_loss: jax.Array
     v_mean: jax.Array
     value_grad_norm: jax.Array
-
-
-@struct.dataclass
-class AuxiliaryLogs:
-    policy: PolicyAuxiliaries
-    value: ValueAuxiliaries
-    extensions: dict
-
-
-def offline_collector(dataset: Dataset) -> CollectorState:
-    """A collector that steps nothing: it holds the dataset and counts gradient steps.
-
-    No training episode ever ends, so the training return stays NaN.
-    """
-    return CollectorState(
-        env_state=None,
-        last_obs=None,
-        timestep=jnp.zeros((), jnp.int32),
-        episodic_return=jnp.zeros((1,), jnp.float32),
-        last_episodic_return=jnp.full((1,), jnp.nan, jnp.float32),
-        buffer_state=dataset,
-    )
 
 
 def make_train(
@@ -108,7 +94,7 @@ def make_train(
             value_state=new_train_state(value_network, value_key, value_optimizer_args, obs_example),
         )
 
-    def update(state: IQLState) -> tuple[IQLState, AuxiliaryLogs]:
+    def update(state: IQLState) -> tuple[IQLState, ActorCriticLogs]:
         state, (sample_key,) = state.next_keys(1)
         batch = state.collector_state.buffer_state.sample(sample_key, config.batch_size)
         # Q'(s, a) at the dataset's own actions only: IQL never evaluates an unseen action.
@@ -143,7 +129,7 @@ def make_train(
         critic_state = critic_state.replace(
             target_params=polyak(critic_state.target_params, critic_state.params, config.tau)
         )
-        aux = AuxiliaryLogs(
+        aux = ActorCriticLogs(
             policy=PolicyAuxiliaries(policy_loss, jnp.mean(weight), actor_norm),
             value=ValueAuxiliaries(critic_loss, q_mean, critic_norm, v_loss, v_mean, v_norm),
             extensions={**actor_metrics, **critic_metrics},
@@ -160,7 +146,7 @@ def make_train(
     loop = TrainLoop.create(env_args, run, extensions, EvalPolicy(greedy, min_q, config.gamma))
     updated = loop.updated(update)
 
-    def iteration(state: IQLState) -> tuple[IQLState, AuxiliaryLogs]:
+    def iteration(state: IQLState) -> tuple[IQLState, ActorCriticLogs]:
         collector = state.collector_state
         return updated(state.replace(collector_state=collector.replace(timestep=collector.timestep + 1)))
 

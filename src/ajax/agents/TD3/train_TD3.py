@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.agents.loop import RunSettings, TrainLoop, actor_step, critic_step, when
+from ajax.agents.loop import ActorCriticLogs, RunSettings, TrainLoop, actor_step, critic_step, when
 from ajax.agents.recurrent import example_inputs, recurrent_evaluation, with_memory
 from ajax.agents.SAC.core import polyak
 from ajax.agents.SAC.train_SAC import ReplayActorCritic, ValueAuxiliaries, empty_collector
@@ -38,13 +38,6 @@ from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState, Networ
 class PolicyAuxiliaries:
     policy_loss: jax.Array
     actor_grad_norm: jax.Array
-
-
-@struct.dataclass
-class AuxiliaryLogs:
-    policy: PolicyAuxiliaries
-    value: ValueAuxiliaries
-    extensions: dict
 
 
 @dataclass(frozen=True)
@@ -197,7 +190,7 @@ def make_train(
     )
     config = agent_config
 
-    def update(state: BaseAgentState, transition: Transition) -> tuple[BaseAgentState, AuxiliaryLogs]:
+    def update(state: BaseAgentState, transition: Transition) -> tuple[BaseAgentState, ActorCriticLogs]:
         del transition  # TD3 learns from replay; the loop has already stored the step
         state, (sample_key, noise_key) = state.next_keys(2)
         batch = td3.sample(state, sample_key)
@@ -208,7 +201,7 @@ def make_train(
             lambda networks: td3.delayed_update(state, batch, networks),
             (state.actor_state, critic_state),
         )
-        aux = AuxiliaryLogs(policy_aux, value_aux, {**critic_metrics, **actor_metrics})
+        aux = ActorCriticLogs(policy_aux, value_aux, {**critic_metrics, **actor_metrics})
         return state.replace(actor_state=actor_state, critic_state=critic_state), aux
 
     loop = TrainLoop.create(env_args, run, extensions, td3.evaluation())

@@ -44,7 +44,7 @@ from ajax.agents.TDMPC2.planner import PlanCarry, plan
 from ajax.agents.TDMPC2.state import TDMPC2Config, TDMPC2State
 from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers.sequence import SequenceReplay
-from ajax.environments.interaction import collect_experience, init_collector
+from ajax.environments.interaction import Transition, collect_experience, init_collector
 from ajax.environments.utils import uniform_action
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
@@ -189,6 +189,24 @@ def update(
     return model_state, policy_state, q_scale, AuxiliaryLogs(model_losses, policy_losses)
 
 
+def updated_on(
+    networks: Networks,
+    config: TDMPC2Config,
+    state: TDMPC2State,
+    window: Transition,
+    discount: jax.Array,
+    key: jax.Array,
+    **task: jax.Array,
+) -> tuple[TDMPC2State, AuxiliaryLogs]:
+    """The state after one update on a sampled `window`, its steps past an episode's end left out
+    (`task`: the multi-task agent's task index and action mask per window)."""
+    valid = window_valid(window.terminated, window.truncated)
+    model_state, policy_state, q_scale, aux = update(
+        networks, config, state.critic_state, state.actor_state, state.q_scale, window, valid, discount, key, **task
+    )
+    return state.replace(critic_state=model_state, actor_state=policy_state, q_scale=q_scale), aux
+
+
 def make_train(
     *,
     env_args: EnvironmentConfig,
@@ -257,19 +275,7 @@ def make_train(
     def learn(state: TDMPC2State) -> tuple[TDMPC2State, AuxiliaryLogs]:
         state, (sample_key, update_key) = state.next_keys(2)
         window = replay.sample(state.collector_state.buffer_state, sample_key).transition
-        valid = window_valid(window.terminated, window.truncated)
-        model_state, policy_state, q_scale, aux = update(
-            networks,
-            config,
-            state.critic_state,
-            state.actor_state,
-            state.q_scale,
-            window,
-            valid,
-            config.discount,
-            update_key,
-        )
-        return state.replace(critic_state=model_state, actor_state=policy_state, q_scale=q_scale), aux
+        return updated_on(networks, config, state, window, config.discount, update_key)
 
     # Evaluation: the plan without its exploration noise (the reference's eval_mode).
     def greedy(state: TDMPC2State, obs: jax.Array, carry: tuple[PlanCarry, jax.Array]):

@@ -15,29 +15,17 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.loop import RunSettings, TrainLoop
-from ajax.agents.TDMPC2.core import discount_from_episode_length, window_valid
+from ajax.agents.loop import RunSettings, TrainLoop, offline_collector
+from ajax.agents.TDMPC2.core import discount_from_episode_length
 from ajax.agents.TDMPC2.networks import WorldModel
 from ajax.agents.TDMPC2.planner import PlanCarry, plan
 from ajax.agents.TDMPC2.state import TDMPC2Config, TDMPC2State
-from ajax.agents.TDMPC2.train_TDMPC2 import Networks, init_train_states, update
+from ajax.agents.TDMPC2.train_TDMPC2 import Networks, init_train_states, updated_on
 from ajax.buffers.multitask import MultiTaskDataset
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
 from ajax.normalizers import RunningScale
-from ajax.state import CollectorState, EnvironmentConfig, NetworkConfig
-
-
-def dataset_collector(dataset: MultiTaskDataset) -> CollectorState:
-    """A collector that steps nothing: it holds the dataset and counts updates."""
-    return CollectorState(
-        env_state=None,
-        last_obs=None,
-        timestep=jnp.zeros((), jnp.int32),
-        episodic_return=jnp.zeros((1,), jnp.float32),
-        last_episodic_return=jnp.full((1,), jnp.nan, jnp.float32),
-        buffer_state=dataset,
-    )
+from ajax.state import EnvironmentConfig, NetworkConfig
 
 
 def task_discounts(dataset: MultiTaskDataset) -> jax.Array:
@@ -66,7 +54,7 @@ def make_train(
             rng=rng,
             actor_state=policy_state,
             critic_state=model_state,
-            collector_state=dataset_collector(dataset),
+            collector_state=offline_collector(dataset),
             eval_rng=eval_key,
             n_updates=jnp.zeros((), jnp.int32),
             n_logs=jnp.zeros((), jnp.int32),
@@ -77,21 +65,9 @@ def make_train(
         state, (sample_key, update_key) = state.next_keys(2)
         data = state.collector_state.buffer_state
         window, task = data.windows(sample_key, config.batch_size, config.planner.horizon)
-        valid = window_valid(window.terminated, window.truncated)
-        model_state, policy_state, q_scale, aux = update(
-            networks,
-            config,
-            state.critic_state,
-            state.actor_state,
-            state.q_scale,
-            window,
-            valid,
-            discounts[task],
-            update_key,
-            task=task,
-            action_mask=masks[task],
+        return updated_on(
+            networks, config, state, window, discounts[task], update_key, task=task, action_mask=masks[task]
         )
-        return state.replace(critic_state=model_state, actor_state=policy_state, q_scale=q_scale), aux
 
     loop = TrainLoop.create(env_args, run, extensions)
     updated = loop.updated(learn)
