@@ -107,7 +107,7 @@ MEMORY_LISTS = [
     ("README.md", r"^## Recurrent memory\n\n(.*?) take a memory for their actors"),
     ("docs/memory.md", r"for you\. (.*?) have it\."),
     ("docs/architecture.md", r"on an agent without memory \(all but (.*?)\)"),
-    ("docs/agents.md", r"^\| `memory` \| (.*?):"),
+    ("docs/agents.md", r"`memory` makes the networks of (.*?)\s+recurrent"),
 ]
 
 

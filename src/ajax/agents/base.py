@@ -364,7 +364,8 @@ class ActorCritic:
         """Each declared network's hidden layers, checked; a PID actor wraps the env in its terms."""
         layers = {role: settings[architecture] for role, (_, architecture) in self.networks.items()}
         for role, architecture in layers.items():
-            if isinstance(architecture, PIDPolicy) and role == "actor":
+            if isinstance(architecture, PIDPolicy) and (role == "actor" or self.pid_actor_form is None):
+                # Refused there too when the agent builds no PID actor, naming the agents that do.
                 self.env_args = self._with_pid_terms(architecture, memory, normalize)
                 continue
             if isinstance(architecture, PIDPolicy):

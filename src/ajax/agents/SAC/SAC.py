@@ -90,7 +90,7 @@ class SAC(ActorCritic):
         warn_inert(
             "SAC",
             "SAC counts each env's steps in its episode when an extension reads them (JSRLCurriculum).",
-            3,  # the caller is further out, past removed_keywords' check and the declared signature's
+            2,  # the caller is a frame further out, past removed_keywords' check
             jsrl_curriculum=s.jsrl_curriculum,
         )
         self.config.pop("jsrl_curriculum", None)
