@@ -70,12 +70,17 @@ SPECIFIC: dict[str, Any] = {
 }
 
 
+# Where an agent that acts in both kinds of action space is tried on discrete actions: PPO's
+# categorical actor, and DAgger, whose expert is CartPole's.
+DISCRETE = frozenset({"PPO", "DAgger"})
+
+
 def env_of(name: str) -> Any:
     """What agent `name` is built on: an env id fitting its actions (Pendulum where it takes both,
-    but PPO's discrete CartPole), or TDMPC2MultiTask's dataset."""
+    but for `DISCRETE`), or TDMPC2MultiTask's dataset."""
     if name == "TDMPC2MultiTask":
         return multitask_dataset()
-    return "CartPole-v1" if AGENTS[name].continuous is False or name == "PPO" else "Pendulum-v1"
+    return "CartPole-v1" if AGENTS[name].continuous is False or name in DISCRETE else "Pendulum-v1"
 
 
 def tiny_settings(name: str) -> dict[str, Any]:

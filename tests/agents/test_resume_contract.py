@@ -1,7 +1,7 @@
 """Every agent: same seed, same result; and a run split in two ends where one uninterrupted call does.
 
 Each agent trains once (the module-scoped `full_run`); the determinism check runs that agent's
-compiled program again, and the split run's fresh agents trace and compile theirs anew, so
+compiled program again, and the split run's fresh agent traces and compiles its own anew, so
 tracing is held to the same bits. Every agent is held to this here and nowhere else.
 """
 
@@ -18,7 +18,9 @@ from tests.kit import tiny_agent
 
 # Every registered agent, tiny (`tests/kit.py`): a new agent is held to the contract by being registered.
 AGENTS = {name: functools.partial(tiny_agent, name) for name in REGISTERED}
-TOTAL, HALF, LOG = 512, 200, 128  # HALF on no on-policy rollout's boundary, nor LOG's
+# HALF on no on-policy rollout's boundary (64 steps), nor LOG's. Legs of equal length call one
+# compiled program (the fresh one and the resumed one), so an unlogged off-policy split compiles once.
+TOTAL, HALF, LOG = 448, 224, 64
 # The evaluations' continuity is the shared loop's: checked on one agent of each way of
 # collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels, DreamerV3's
 # rows: the world models' shape of the loop). The others' runs go unlogged, which compiles a third less.
@@ -50,14 +52,16 @@ def test_same_seed_same_result(full_run):
 
 def test_a_run_split_in_two_equals_one_call(full_run):
     name, _, state, evaluations = full_run
-    first, first_evaluations = AGENTS[name]().train(
+    # A fresh agent, which traces and compiles its program anew, runs the two legs.
+    split = AGENTS[name]()
+    first, first_evaluations = split.train(
         seed=[0, 1], n_timesteps=HALF, total_timesteps=TOTAL, logging_config=logging_for(name)
     )
-    rollout = AGENTS[name]().rollout_steps()
+    rollout = split.rollout_steps()
     # HALF is no rollout boundary: an on-policy first leg runs its last rollout whole.
     assert int(first.collector_state.timestep[0]) == (HALF if rollout is None else -(-HALF // rollout) * rollout)
-    # A fresh agent continues the run, and legs whose budgets add up to the run's end where one call ends.
-    second, second_evaluations = AGENTS[name]().train(
+    # The run continues from the state, and legs whose budgets add up to the run's end where one call ends.
+    second, second_evaluations = split.train(
         seed=[0, 1],
         n_timesteps=TOTAL - HALF,
         initial_state=first,
