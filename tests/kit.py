@@ -55,7 +55,7 @@ SPECIFIC: dict[str, Any] = {
     "DAgger": lambda: {"expert_policy": cartpole_expert, "n_gradient_steps": 4},
     "IQL": lambda: {"dataset": iql_dataset()},
     "UDRL": lambda: {"n_updates_per_iter": 4, "buffer_size": 16, "top_k": 4},
-    # Continuous, its rings (100 rows per env) wrapped by a 512-step run, and updates from tick 9 on.
+    # Continuous, its rings (100 rows per env) wrapped by the resume contract's 448 steps, updates from tick 9 on.
     "DreamerV3": lambda: {
         "batch_size": 2,
         "batch_length": 8,

@@ -130,22 +130,22 @@ def test_no_update_before_the_seed_steps_then_a_burst_then_one_per_env_step():
 
 @pytest.fixture(scope="module")
 def short_run():
-    """Two seeds of the resume contract's TD-MPC2 (its compiled program): 512 steps, planning from 100."""
+    """Two seeds of the resume contract's TD-MPC2 (its compiled program): 448 steps, planning from 100."""
     agent = TDMPC2("Pendulum-v1", **TDMPC2_SMALL)
-    state, _ = agent.train(seed=[0, 1], n_timesteps=512)
+    state, _ = agent.train(seed=[0, 1], n_timesteps=448)
     return agent, state
 
 
 def test_a_short_run_counts_its_steps_and_updates(short_run):
     _, state = short_run
-    assert state.collector_state.timestep.tolist() == [512, 512]
-    assert state.n_updates.tolist() == [512, 512]  # 100 at step 100, then 412 more
+    assert state.collector_state.timestep.tolist() == [448, 448]
+    assert state.n_updates.tolist() == [448, 448]  # 100 at step 100, then 348 more
     trained = jax.tree.leaves((state.critic_state.params, state.actor_state.params))
     assert all(np.isfinite(leaf).all() for leaf in trained)
     assert (np.asarray(state.q_scale.value) >= 1.0).all()
-    # The replay's time lines wrapped (150 steps per copy, 256 collected): each holds the last 150.
+    # The replay's time lines wrapped (150 steps per copy, 224 collected): each holds the last 150.
     replay = state.collector_state.buffer_state
-    assert replay.is_full.all() and replay.current_index.tolist() == [256 % 150] * 2
+    assert replay.is_full.all() and replay.current_index.tolist() == [224 % 150] * 2
 
 
 def test_the_target_q_functions_trail_the_online_ones(short_run):

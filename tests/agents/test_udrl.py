@@ -245,7 +245,7 @@ def test_continuous_actions_train_with_finite_losses():
     assert np.all(np.abs(np.asarray(state.episodes.action)) <= 1.0)  # the agent's units
 
 
-# Budget (determinism and the resume contract: tests/agents/test_determinism_and_resume.py) ---------
+# Budget (determinism and the resume contract: tests/agents/test_resume_contract.py) ---------
 TOTAL, LOG = 512, 128
 
 
