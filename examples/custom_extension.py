@@ -11,8 +11,8 @@ from typing import ClassVar
 import jax.numpy as jnp
 
 from ajax import SAC
-from ajax.agents.cloning import deterministic_action
 from ajax.extensions import Extension
+from ajax.extensions.cloning import deterministic_action
 from ajax.logging.wandb_logging import LoggingConfig
 
 

@@ -17,9 +17,9 @@ import optax
 import pytest
 
 from ajax import ASAC, AVG, PPO, SAC, TD3
-from ajax.agents.cloning import deterministic_action, fit_expert_critic
 from ajax.environments.interaction import Transition
 from ajax.extensions import ExtensionStack
+from ajax.extensions.cloning import deterministic_action, fit_expert_critic
 from ajax.extensions.critic_pretrain import CriticPretrain, ExpertCriticMetrics
 from ajax.extensions.pretrain import CloningPretrain
 from ajax.logging.wandb_logging import LoggingConfig

@@ -1,4 +1,4 @@
-"""CloningPretrain (ajax.extensions.pretrain) and the cloning it runs (ajax.agents.cloning).
+"""CloningPretrain (ajax.extensions.pretrain) and the cloning it runs (ajax.extensions.cloning).
 
 The cloning loss and its fit by hand; CloningPretrain brings the fresh state's actor to
 the expert on every agent the Why Ajax page names for it (SAC, TD3, REDQ, ASAC, AVG, APO),
@@ -19,12 +19,12 @@ import optax
 import pytest
 
 from ajax import APO, ASAC, AVG, PPO, REDQ, SAC, TD3
-from ajax.agents.cloning import cloning_loss, fit
 from ajax.agents.loop import RunSettings
 from ajax.buffers.dataset import expert_transitions
 from ajax.environments.create import prepare_env
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import Extension
+from ajax.extensions.cloning import cloning_loss, fit
 from ajax.extensions.expert import ImitationLoss
 from ajax.extensions.pretrain import CloningPretrain, with_initial_head
 from ajax.state import SEED_AXIS, LoopTrainState

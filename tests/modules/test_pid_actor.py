@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from ajax import APO, ASAC, AVG, DQN, IQL, PPO, PQN, REDQ, SAC, TD3, UDRL, DAgger
-from ajax.agents.cloning import deterministic_action
 from ajax.agents.loop import RunSettings
 from ajax.checkpoint import restore_into, save_checkpoint
 from ajax.environments.model_reference import LinearReferenceModel, ModelReferenceWrapper, StepReference, pendulum_angle
 from ajax.environments.pid_terms import PIDTerms
+from ajax.extensions.cloning import deterministic_action
 from ajax.modules import PIDPolicy
 from ajax.modules.pid_actor import DeterministicPIDActor, GaussianPIDActor, SquashedPIDActor, pid_actor
 from ajax.networks.actor_critic import GaussianActor, SquashedGaussianActor

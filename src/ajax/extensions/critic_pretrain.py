@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from ajax.agents.cloning import deterministic_action, fit_expert_critic
 from ajax.buffers.dataset import expert_transitions
 from ajax.extensions.base import Extension, ExtensionContext
+from ajax.extensions.cloning import deterministic_action, fit_expert_critic
 from ajax.extensions.expert import ExpertExtension
 from ajax.state import EnvironmentConfig
 
@@ -59,7 +59,7 @@ class CriticPretrain(ExpertExtension):
     then take `epochs` passes of minibatch steps (batches of `batch_size`) with their own
     optimiser, at the critic's learning rate: fitted Q evaluation, each epoch regressing
     onto r + gamma (1 - terminated) Q(s', a_expert(s')) under the parameters the epoch
-    started from (`ajax.agents.cloning.fit_expert_critic`), gamma the agent's.
+    started from (`ajax.extensions.cloning.fit_expert_critic`), gamma the agent's.
 
     Why temporal differences and not Monte-Carlo returns: a rollout of `n_steps` cuts
     episodes at the time limit and at its own end, where a return needs a value to

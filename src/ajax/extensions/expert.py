@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.cloning import cloning_loss, deterministic_action
 from ajax.environments.obs_norm import raw_observation
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
 from ajax.extensions.base import Extension, ExtensionContext
+from ajax.extensions.cloning import cloning_loss, deterministic_action
 from ajax.state import EnvironmentConfig
 
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.cloning import deterministic_action
 from ajax.extensions.base import ExtensionContext
+from ajax.extensions.cloning import deterministic_action
 from ajax.extensions.expert import ExpertExtension, ensemble_min
 
 

@@ -8,9 +8,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ajax.agents.cloning import fit, output_layers
 from ajax.buffers.dataset import expert_transitions
 from ajax.extensions.base import ExtensionContext
+from ajax.extensions.cloning import fit, output_layers
 from ajax.extensions.expert import ExpertExtension
 
 
