@@ -16,19 +16,16 @@ def pd_expert(obs):
 
 
 # SAC writes 1,000 expert steps to its replay buffer before training.
-sac = SAC("Pendulum-v1", expert_policy=pd_expert, expert_buffer_n_steps=1_000, learning_starts=1_000)
+sac = SAC("Pendulum-v1", expert_policy=pd_expert, expert_buffer_n_steps=1_000,
+          learning_starts=1_000)
 logging = LoggingConfig(config={}, log_frequency=1_000, use_wandb=False)
 state, evaluations = sac.train(seed=0, n_timesteps=2_000, logging_config=logging)
 print(evaluations["Eval/expert bias"])  # the agent's return minus the expert's
 
 # TD3 clones the expert on 1,000 of its steps before training, then keeps
 # pulling its actor towards the expert's actions with an extra loss term.
-td3 = TD3(
-    "Pendulum-v1",
-    learning_starts=1_000,
-    extensions=(
-        CloningPretrain(pd_expert, n_steps=1_000, epochs=2),
-        ImitationLoss(pd_expert),
-    ),
-)
+td3 = TD3("Pendulum-v1", learning_starts=1_000, extensions=(
+    CloningPretrain(pd_expert, n_steps=1_000, epochs=2),
+    ImitationLoss(pd_expert),
+))
 state, _ = td3.train(seed=0, n_timesteps=2_000)
