@@ -71,8 +71,8 @@ SPECIFIC: dict[str, Any] = {
 
 
 # Where an agent that acts in both kinds of action space is tried on discrete actions: PPO's
-# categorical actor, and DAgger, whose expert is CartPole's.
-DISCRETE = frozenset({"PPO", "DAgger"})
+# categorical actor, DAgger, whose expert is CartPole's, and UDRL, calibrated on CartPole.
+DISCRETE = frozenset({"PPO", "DAgger", "UDRL"})
 
 
 def env_of(name: str) -> Any:
