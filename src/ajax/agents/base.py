@@ -20,6 +20,7 @@ import numpy as np
 
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
+from ajax.agents.updates_owed import check_gradient_steps
 from ajax.checks import is_count
 from ajax.devices import ONE_DEVICE, Placement
 from ajax.environments.create import check_action_space, prepare_env
@@ -88,16 +89,11 @@ def one_network(rate: Any, architecture: Sequence[str], max_grad_norm: float | N
     )
 
 
-def _gradient_steps(name: str, value: Any) -> None:
-    if not is_count(value) or not (value >= 1 or value == -1):
-        raise ValueError(f"{name} must be a positive integer or -1 (one update per env step collected), got {value!r}.")
-
-
-# When a replay agent updates, in Stable-Baselines3's terms (`loop.UpdateSchedule`).
+# When a replay agent updates, in Stable-Baselines3's terms (`UpdatesOwed.replay`).
 REPLAY_SCHEDULE = keywords(
     train_freq=count(1, doc="steps per env copy collected in each round"),
     gradient_steps=Hyperparameter(
-        1, _gradient_steps, "integer >= 1, or -1", doc="updates after each round (-1: one per env step collected)"
+        1, check_gradient_steps, "integer >= 1, or -1", doc="updates after each round (-1: one per env step collected)"
     ),
 )
 

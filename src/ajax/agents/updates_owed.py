@@ -23,11 +23,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from ajax.checks import is_count, require_counts
+
+
+def check_gradient_steps(name: str, value: Any) -> None:
+    """Refuse a round's update count that is neither a positive integer nor -1 (one per env step)."""
+    if not is_count(value) or not (value >= 1 or value == -1):
+        raise ValueError(f"{name} must be a positive integer or -1 (one update per env step collected), got {value!r}.")
 
 
 @dataclass(frozen=True)
@@ -52,11 +59,7 @@ class UpdatesOwed:
         its warm-up actions) withholds a round's updates until the round ends at or past it.
         """
         require_counts(train_freq=train_freq)
-        if not is_count(gradient_steps) or not (gradient_steps >= 1 or gradient_steps == -1):
-            raise ValueError(
-                f"gradient_steps must be a positive integer or -1 (one update per env step collected), got "
-                f"{gradient_steps!r}."
-            )
+        check_gradient_steps("gradient_steps", gradient_steps)
         rate = Fraction(1) if gradient_steps == -1 else Fraction(gradient_steps, train_freq * n_envs)
         return cls(rate=rate, train_freq=train_freq)
 
