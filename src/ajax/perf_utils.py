@@ -1,4 +1,4 @@
-"""`build_resumable_train`: init or resume, then one jitted scan over the iterations."""
+"""`build_resumable_train`: init or resume, then one jitted loop over the iterations."""
 
 from __future__ import annotations
 
@@ -26,22 +26,24 @@ def build_resumable_train(
     iteration: Callable[[LoopCarry], LoopCarry],
     num_iterations: int,
     empty_rows: Callable[[], Any] = lambda: None,
-) -> Callable[[jax.Array, BaseAgentState | None], tuple[BaseAgentState, Any]]:
-    """One seed's run: `train(key, initial_state)` returns the final state and the rows.
+) -> Callable[..., tuple[BaseAgentState, Any]]:
+    """One seed's run: `train(key, initial_state, n_iterations)` returns the final state and the rows.
 
     On a fresh run (`initial_state=None`) the state comes from `fresh_state(key)`; a resumed
     run takes the state passed in, and the key is unused, so a run split in two follows
-    the keys of one uninterrupted call.
+    the keys of one uninterrupted call. `n_iterations` (by default `num_iterations`) may be
+    traced: the program then runs whatever count a call brings, so calls that differ only in
+    their budget (a run and its resumed legs, a longer run after a short one) share one
+    compiled program.
     """
 
-    def train(key: jax.Array, initial_state: BaseAgentState | None = None) -> tuple[BaseAgentState, Any]:
+    def train(
+        key: jax.Array, initial_state: BaseAgentState | None = None, n_iterations: jax.Array | int | None = None
+    ) -> tuple[BaseAgentState, Any]:
         state = fresh_state(key) if initial_state is None else initial_state
         carry = LoopCarry(state=state, rows=empty_rows(), first_log=state.n_logs)
-
-        def body(carry: LoopCarry, _: None) -> tuple[LoopCarry, None]:
-            return iteration(carry), None
-
-        carry, _ = jax.lax.scan(body, carry, None, length=num_iterations)
+        count = num_iterations if n_iterations is None else n_iterations
+        carry = jax.lax.fori_loop(0, count, lambda _, carry: iteration(carry), carry)
         return carry.state, carry.rows
 
     return train

@@ -13,7 +13,7 @@ from ajax.extensions import Extension, ExtensionStack
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.perf_utils import final_aux_scan
 from ajax.state import BaseAgentState
-from tests.conftest import count_conds
+from tests.conftest import assert_same_state, count_conds
 
 SMALL = ("16", "relu")
 
@@ -78,6 +78,23 @@ def test_evaluation_rows_fill_at_crossings(dqn_logged):
         assert key in evaluations
     # CartPole pays 1 per step: an evaluation's return equals its length.
     np.testing.assert_allclose(returns, evaluations["Eval/mean episodic length"])
+
+
+def test_calls_that_differ_only_in_budget_run_one_compiled_program(dqn_logged):
+    """The iteration count enters the program traced: a run's legs run the program its one call
+    compiled, and end where it ends."""
+    agent, state, evaluations = dqn_logged
+
+    def runs() -> list:
+        return [program for key, program in agent._programs.items() if key[0] not in ("fresh", "skeleton")]
+
+    (program,) = runs()
+    leg = {"total_timesteps": 1000, "logging_config": LoggingConfig(log_frequency=250)}
+    first, first_rows = agent.train(seed=[0, 1], n_timesteps=501, **leg)
+    second, second_rows = agent.train(n_timesteps=499, initial_state=first, **leg)
+    assert runs() == [program] and program._cache_size() == 1
+    assert_same_state(state, second)
+    assert first_rows["timestep"].tolist() == [[252, 501]] * 2 and second_rows["timestep"].tolist() == [[750]] * 2
 
 
 def test_metrics_before_learning_starts_are_nan():

@@ -1,8 +1,9 @@
 """Every agent: same seed, same result; and a run split in two ends where one uninterrupted call does.
 
 Each agent trains once (the module-scoped `full_run`); the determinism check runs that agent's
-compiled program again, and the split run's fresh agent traces and compiles its own anew, so
-tracing is held to the same bits. Every agent is held to this here and nowhere else.
+compiled program again, and the split run's fresh agent traces its own anew, so tracing is held
+to the same bits (when its trace is the same program, the compile cache serves it). Every agent
+is held to this here and nowhere else.
 """
 
 import functools
@@ -18,8 +19,8 @@ from tests.kit import tiny_agent
 
 # Every registered agent, tiny (`tests/kit.py`): a new agent is held to the contract by being registered.
 AGENTS = {name: functools.partial(tiny_agent, name) for name in REGISTERED}
-# HALF on no on-policy rollout's boundary (64 steps), nor LOG's. Legs of equal length call one
-# compiled program (the fresh one and the resumed one), so an unlogged off-policy split compiles once.
+# HALF on no on-policy rollout's boundary (64 steps), nor LOG's. Every call of a run (the one
+# call, the fresh leg and the resumed one) runs one program: the count of iterations is traced.
 TOTAL, HALF, LOG = 448, 224, 64
 # The evaluations' continuity is the shared loop's: checked on one agent of each way of
 # collecting (on-policy, replay, offline, UDRL's episodes, DAgger's expert labels, DreamerV3's

@@ -244,14 +244,20 @@ def _unbatched_counters(state: BaseAgentState, value: Any) -> BaseAgentState:
     )
 
 
-def run_seeds(one_seed: Callable, keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+def run_seeds(
+    one_seed: Callable, keys: jax.Array, state: BaseAgentState, n_iterations: jax.Array | None = None
+) -> tuple[BaseAgentState, Any]:
     """`one_seed` vmapped over the seeds of `state`, its shared counters read from the first seed.
 
-    The counters go in unbatched, so the gates that read them stay branches under the vmap.
+    The counters go in unbatched, so the gates that read them stay branches under the vmap;
+    so does the iteration count (`n_iterations`, one per seed, all equal; by default
+    `one_seed`'s own), so the loop stays one loop.
     """
     axes = _unbatched_counters(jax.tree.map(lambda _: 0, state), lambda _: None)
     state = _unbatched_counters(state, lambda x: x[0])
-    return jax.vmap(one_seed, in_axes=(0, axes), axis_name=SEED_AXIS)(keys, state)
+    count = None if n_iterations is None else n_iterations[0]
+    run = jax.vmap(lambda key, state: one_seed(key, state, count), in_axes=(0, axes), axis_name=SEED_AXIS)
+    return run(keys, state)
 
 
 def strongly_typed(state: BaseAgentState) -> BaseAgentState:
@@ -572,8 +578,11 @@ class ActorCritic:
         with recording(logging_config if live else None, names), warnings.catch_warnings():
             # The shared counters go in per seed and run unbatched: XLA cannot reuse those three.
             warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-            state, rows = self._program(one_seed, placement)(keys, strongly_typed(initial_state))
+            iterations = placement.spread(jnp.full((n_seeds,), one_seed.n_iterations, jnp.int32))
+            state, rows = self._program(one_seed, placement)(keys, iterations, strongly_typed(initial_state))
             state, rows = placement.gather(jax.block_until_ready((state, rows)))
+        if one_seed.n_rows is not None:  # the run's slots, this call's rows first
+            rows = {name: values[:, : one_seed.n_rows] for name, values in rows.items()}
         if not live:
             write_rows(logging_config, names, rows)
         nonfinite.report(state.nonfinite, names, on_nonfinite)
@@ -612,12 +621,13 @@ class ActorCritic:
         return self._programs[cache_key]
 
     def _program(self, one_seed: Callable, placement: Placement = ONE_DEVICE) -> Callable:
-        """The jitted, seed-vmapped run from a given state, built once per distinct call shape and placement."""
+        """The jitted, seed-vmapped run from a given state and for a given count of iterations,
+        built once per distinct call shape and placement."""
         cache_key = (one_seed.cache_key, placement.mesh)
         if cache_key not in self._programs:
 
-            def resume(keys: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
-                return run_seeds(one_seed, keys, state)
+            def resume(keys: jax.Array, iterations: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
+                return run_seeds(one_seed, keys, state, iterations)
 
-            self._programs[cache_key] = jax.jit(placement.program(resume), donate_argnums=(1,))
+            self._programs[cache_key] = jax.jit(placement.program(resume), donate_argnums=(2,))
         return self._programs[cache_key]

@@ -44,7 +44,7 @@ from ajax.perf_utils import LoopCarry, build_resumable_train, final_aux_scan, tr
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, LoopTrainState
 
 Update = Callable[..., tuple[BaseAgentState, Any]]
-OneSeedTrain = Callable[[jax.Array, BaseAgentState | None], tuple[BaseAgentState, Any]]
+OneSeedTrain = Callable[..., tuple[BaseAgentState, Any]]
 
 
 def when(pred: jax.Array, fn: Callable[..., tuple[Any, Any]], state: Any, *args: Any, fill: float = jnp.nan):
@@ -330,10 +330,12 @@ class TrainLoop:
     ) -> OneSeedTrain:
         """The run of one seed: `num_iterations` of `step`, each followed by the logging gate.
 
-        The returned function's `cache_key` holds everything of the run settings its program
-        depends on, so calls that differ only in where they start share one program, its
-        `fresh_state(key)` builds the state a fresh run starts from, and its `evaluate(state,
-        key)` runs one evaluation.
+        The returned function takes the count as a traced `n_iterations` and its `cache_key`
+        holds everything of the run settings its program depends on, so calls that differ only
+        in where they start and how long they run share one program. Its `n_iterations` is
+        this call's count, its `n_rows` how many evaluation rows this call returns (None
+        unlogged), its `fresh_state(key)` builds the state a fresh run starts from, and its
+        `evaluate(state, key)` runs one evaluation.
         """
         if num_iterations < 0:
             raise ValueError("A call cannot end before it starts.")
@@ -345,7 +347,8 @@ class TrainLoop:
                 return carry.replace(state=state)
 
             train = build_resumable_train(self.fresh_state(init), iteration, num_iterations)
-            train.cache_key = (num_iterations, self.run.total_timesteps)
+            train.cache_key = (self.run.total_timesteps,)
+            train.n_iterations, train.n_rows = num_iterations, None
             train.fresh_state = self.fresh_state(init)
             train.evaluate = self.evaluate
             return train
@@ -377,32 +380,32 @@ class TrainLoop:
             )
             return carry.replace(state=state, rows=rows)
 
-        # One slot per evaluation the iterations can reach: they may end past the call's end
-        # (a whole last rollout), never past the horizon.
+        # One slot per evaluation this call's iterations can reach: past the call's end (a
+        # whole last rollout), never past the horizon. A traced count can be any call's: its
+        # program holds a slot for every evaluation of the run, and this call's rows lead them.
         start = self.run.start_timestep
         reached = min(start + num_iterations * steps_per_iteration, self.run.total_timesteps)
-        count = n_rows(start, reached, log_frequency)
+        call_slots = n_rows(start, reached, log_frequency)
+        run_slots = n_rows(0, self.run.total_timesteps, log_frequency)
         fresh_state = self.fresh_state(init)
 
-        def rows_for(state: BaseAgentState) -> dict[str, jax.Array]:
+        def rows_for(state: BaseAgentState, count: int) -> dict[str, jax.Array]:
             def one(state: BaseAgentState) -> dict[str, jax.Array]:
                 state, aux = step_once(state)
                 return metrics(state, evaluation_keys(state)[0], aux)
 
             return empty_rows(jax.eval_shape(one, state), count)
 
-        def train(key: jax.Array, initial_state: BaseAgentState | None = None) -> tuple[BaseAgentState, Any]:
+        def train(
+            key: jax.Array, initial_state: BaseAgentState | None = None, n_iterations: jax.Array | int | None = None
+        ) -> tuple[BaseAgentState, Any]:
             state = fresh_state(key) if initial_state is None else initial_state
-            return build_resumable_train(lambda _: state, iteration, num_iterations, lambda: rows_for(state))(key)
+            count = call_slots if n_iterations is None else run_slots
+            run = build_resumable_train(lambda _: state, iteration, num_iterations, lambda: rows_for(state, count))
+            return run(key, None, n_iterations)
 
-        train.cache_key = (
-            num_iterations,
-            self.run.total_timesteps,
-            log_frequency,
-            self.run.num_episode_test,
-            count,
-            self.run.record,
-        )
+        train.cache_key = (self.run.total_timesteps, log_frequency, self.run.num_episode_test, self.run.record)
+        train.n_iterations, train.n_rows = num_iterations, call_slots
         train.fresh_state = fresh_state
         train.evaluate = self.evaluate
         return train

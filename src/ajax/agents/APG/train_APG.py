@@ -247,13 +247,16 @@ def metrics_program(
     one), returning each update's metrics in place of evaluations."""
     fresh_state = loop.fresh_state(init)
 
-    def train(key: jax.Array, initial_state: BaseAgentState | None = None):
+    def train(key: jax.Array, initial_state: BaseAgentState | None = None, n_iterations: Any = None):
+        # Each update's metrics are a row: the program is built for its own count (its
+        # cache_key's), which is the count every call of it brings.
         state = fresh_state(key) if initial_state is None else initial_state
         state, aux = jax.lax.scan(lambda state, _: step(state), state, None, length=n_updates)
         return state, flatten_metrics(aux)
 
-    # The same program for calls that differ only in where they start, as the loop's.
+    # The same program for calls that differ only in where they start.
     train.cache_key = (n_updates, run.total_timesteps)
+    train.n_iterations, train.n_rows = n_updates, None
     train.fresh_state = fresh_state
     train.evaluate = loop.evaluate
     return train
