@@ -6,9 +6,10 @@ tests read one run trains it once in a module-scoped fixture.
 
 The default suite mostly compiles short programs, so it compiles them with XLA's least
 optimising settings (`jax_disable_most_optimizations`: about half the compile time, the
-same values up to float rounding). A test marked `learning` (a calibrated threshold over
-thousands of steps), `optimized` (whose run outlasts its compile) or `slow` compiles as users
-do.
+same values up to float rounding) and, on the CPU, with XLA's loop emitters in place of its
+fusion emitters (`FAST_COMPILE`: a quarter less time again on a sample of agent tests). A
+test marked `learning` (a calibrated threshold over thousands of steps), `optimized` (whose
+run outlasts its compile) or `slow` compiles as users do.
 """
 
 import os
@@ -21,10 +22,37 @@ os.environ.setdefault("JAX_DISABLE_MOST_OPTIMIZATIONS", "1")
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from jax._src import compiler as jax_compiler  # noqa: E402
 
 # pytest imports ajax, and with it jax, before this file (pyproject's filterwarnings names
 # ajax.nonfinite.NonFiniteWarning), so jax has read its flags already: set this one again.
 jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] not in ("", "0"))
+
+# The XLA options every compile of the default suite's takes, with jax_disable_most_optimizations.
+FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+# The XLA flags users have, for a process a test starts to compile as they do.
+USERS_XLA_FLAGS = os.environ.get("XLA_FLAGS", "")
+_get_compile_options = jax_compiler.get_compile_options
+
+
+def _with_fast_compile(*args: Any, env_options_overrides: dict | None = None, **kwargs: Any) -> Any:
+    """JAX's compile options, with `FAST_COMPILE` while most optimisations are off: the setting at
+    the moment of the compile, so that a learning test's compiles go as users' do."""
+    if jax.config.values["jax_disable_most_optimizations"]:
+        env_options_overrides = {**FAST_COMPILE, **(env_options_overrides or {})}
+    return _get_compile_options(*args, env_options_overrides=env_options_overrides, **kwargs)
+
+
+# JAX has no public setting for an XLA option on every compile; its compile-options builder is
+# where jax_disable_most_optimizations itself takes effect.
+jax_compiler.get_compile_options = _with_fast_compile
+if os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] not in ("", "0"):
+    # The processes tests start (the CLI's, the examples') compile alike. This process has read
+    # its flags already: its backend starts here at the latest.
+    jax.devices()
+    os.environ["XLA_FLAGS"] = " ".join(
+        [USERS_XLA_FLAGS, *(f"--{name}={str(value).lower()}" for name, value in FAST_COMPILE.items())]
+    ).strip()
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 

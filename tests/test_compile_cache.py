@@ -9,12 +9,13 @@ import jax
 import jaxlib
 
 from ajax import _compile_cache
+from tests.conftest import USERS_XLA_FLAGS
 
 # The suite compiles with XLA's optimisations off (conftest.py); what the cache stores
 # depends on how long a compile takes (at least 0.5 s), so these processes compile as users'
 # do. With optimisations off, a small program's compile lands near that bar, and a second
 # process stored one the first had not (a clean-clone run of 5308dab).
-AS_USERS_COMPILE = {"JAX_PLATFORMS": "cpu", "JAX_DISABLE_MOST_OPTIMIZATIONS": "0"}
+AS_USERS_COMPILE = {"JAX_PLATFORMS": "cpu", "JAX_DISABLE_MOST_OPTIMIZATIONS": "0", "XLA_FLAGS": USERS_XLA_FLAGS}
 
 
 def run_python(code: str, **env: str) -> str:
