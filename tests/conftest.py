@@ -28,18 +28,25 @@ from jax._src import compiler as jax_compiler  # noqa: E402
 # ajax.nonfinite.NonFiniteWarning), so jax has read its flags already: set this one again.
 jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] not in ("", "0"))
 
-# The XLA options every compile of the default suite's takes, with jax_disable_most_optimizations.
+# The XLA options every compile of the default suite's takes, with jax_disable_most_optimizations,
+# and XLA's defaults for them, which every other compile takes: named on each compile, since a
+# process a test run starts (pytest-xdist's workers) inherits FAST_COMPILE through XLA_FLAGS.
 FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+AS_USERS = {"xla_cpu_use_fusion_emitters": True}
 # The XLA flags users have, for a process a test starts to compile as they do.
 USERS_XLA_FLAGS = os.environ.get("XLA_FLAGS", "")
 _get_compile_options = jax_compiler.get_compile_options
+# Holds a mark while a module marked `exact` runs: it compares two differently fused programs'
+# floats bit for bit, which XLA's fusion emitters keep and its loop emitters may not.
+EXACT: list[bool] = []
 
 
 def _with_fast_compile(*args: Any, env_options_overrides: dict | None = None, **kwargs: Any) -> Any:
-    """JAX's compile options, with `FAST_COMPILE` while most optimisations are off: the setting at
-    the moment of the compile, so that a learning test's compiles go as users' do."""
-    if jax.config.values["jax_disable_most_optimizations"]:
-        env_options_overrides = {**FAST_COMPILE, **(env_options_overrides or {})}
+    """JAX's compile options, with `FAST_COMPILE` while most optimisations are off and `AS_USERS`
+    otherwise: the setting at the moment of the compile, so that a learning test's compiles go as
+    users' do."""
+    fast = jax.config.values["jax_disable_most_optimizations"] and not EXACT
+    env_options_overrides = {**(FAST_COMPILE if fast else AS_USERS), **(env_options_overrides or {})}
     return _get_compile_options(*args, env_options_overrides=env_options_overrides, **kwargs)
 
 
@@ -62,6 +69,21 @@ from ajax.environments.utils import StatefulExpert  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 
 AS_USERS_COMPILE = ("learning", "optimized", "slow")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fusion_emitters_for_exact_comparisons(request):
+    # A module's mark (`pytestmark`), so that its module-scoped runs compile under it too.
+    if request.node.get_closest_marker("exact") is None:
+        yield
+        return
+    EXACT.append(True)
+    jax.clear_caches()  # no program compiled with FAST_COMPILE is reused
+    try:
+        yield
+    finally:
+        EXACT.pop()
+        jax.clear_caches()
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,9 @@ from ajax.environments.create import prepare_env
 from ajax.wrappers import AutoReset, ClipAction, InitialStateWrapper, ObservationMask, ObservationNoiseWrapper
 from tests.probe_envs import BestAction, EndlessReward, OneStepReward, ProbeState, TerminalTwin
 
+# Programs' floats compared bit for bit with the same arithmetic run otherwise (conftest.py).
+pytestmark = pytest.mark.exact
+
 
 def hanging_down(key, params):
     return PendulumState(theta=jnp.pi, theta_dot=0.0, last_u=jnp.array(0.0), time=0)
@@ -210,9 +213,7 @@ def test_auto_reset_steps_exactly_as_gymnax_and_branches_on_episode_ends():
     expected, got = rollout(env), jax.jit(lambda: rollout(wrapped))()
     assert bool(jnp.any(expected[2] | expected[3]))  # episodes ended, by termination and by the limit
     for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
-        # The flags and rewards exactly; the observations to float32 rounding: the two programs
-        # fuse the same arithmetic differently, and the suite's compiler may round fusions apart.
-        np.testing.assert_allclose(a, b, rtol=2e-6, atol=0)
+        np.testing.assert_array_equal(a, b)
     _, state = env.reset(jax.random.PRNGKey(0), params)
     step = lambda env: lambda s: env.step(jax.random.PRNGKey(0), s, 0, params)  # noqa: E731
     assert "cond[" in str(jax.make_jaxpr(step(wrapped))(state))

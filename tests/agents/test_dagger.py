@@ -30,6 +30,9 @@ from ajax.networks.actor_critic import CategoricalActor, DeterministicActor
 from tests.conftest import cartpole_expert, last_returns
 from tests.probe_envs import BestAction
 
+# Programs' floats compared bit for bit with the same arithmetic run otherwise (conftest.py).
+pytestmark = pytest.mark.exact
+
 SMALL = ("16", "relu")
 
 
@@ -180,9 +183,7 @@ def test_the_aggregate_holds_every_visited_state_labelled_by_the_expert(full_run
     obs, label = rows.obs[:, 0, : 9 * PER_ITERATION], rows.label[:, 0, : 9 * PER_ITERATION]
     expert = agent.agent_config.expert
     expected = jnp.clip(expert(obs), -1.0, 1.0) if continuous else expert(obs)
-    # To a float32 ulp of the action scale: the program fuses the expert's arithmetic, which may
-    # round differently from the same operations run one by one.
-    np.testing.assert_allclose(label, expected, rtol=1e-6, atol=1.2e-7)
+    np.testing.assert_allclose(label, expected, rtol=1e-6)
     # The observations are the run's own: distinct states, not a constant.
     assert np.unique(np.asarray(obs[0, :, 0])).size > 100
     assert np.all(np.asarray(rows.obs[:, 0, 9 * PER_ITERATION :]) == 0.0)  # and nothing beyond them
