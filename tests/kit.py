@@ -55,12 +55,13 @@ SPECIFIC: dict[str, Any] = {
     "DAgger": lambda: {"expert_policy": cartpole_expert, "n_gradient_steps": 4},
     "IQL": lambda: {"dataset": iql_dataset()},
     "UDRL": lambda: {"n_updates_per_iter": 4, "buffer_size": 16, "top_k": 4},
-    # Continuous, its rings (100 rows per env) wrapped by the resume contract's 448 steps, updates from tick 9 on.
+    # Continuous, its rings (100 rows per env) wrapped by the resume contract's 448 steps (224 ticks); its
+    # first update at tick 16 (a batch of 2 x 8-row sequences), then one every 8 ticks.
     "DreamerV3": lambda: {
         "batch_size": 2,
         "batch_length": 8,
         "buffer_size": 200,
-        "train_ratio": 2,
+        "train_ratio": 1,
         "imag_horizon": 4,
         "warmup_updates": 0,
     },

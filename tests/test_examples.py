@@ -9,6 +9,7 @@ paying for a new interpreter and a new JAX import each time).
 
 import contextlib
 import io
+import re
 import runpy
 from pathlib import Path
 
@@ -17,10 +18,15 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_example(name: str) -> list[str]:
+def run_example(name: str, budget: int | None = None) -> list[str]:
+    """The example's printed lines; with `budget`, every `n_timesteps=` of its code set to it."""
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+        if budget is None:
+            runpy.run_path(str(EXAMPLES / name), run_name="__main__")
+        else:
+            code = re.sub(r"n_timesteps=[\d_]+", f"n_timesteps={budget}", (EXAMPLES / name).read_text())
+            exec(compile(code, str(EXAMPLES / name), "exec"), {"__name__": "__main__"})
     return stdout.getvalue().splitlines()
 
 
@@ -28,7 +34,15 @@ def test_architecture_example_prints_what_the_page_says():
     assert run_example("architecture_ppo.py") == ["None", "BaseAgentState", "[640 640]", "2", "PPO 64"]
 
 
-@pytest.mark.optimized  # 8 seeds of 16,384 steps: the run outlasts its compile
+def test_end_to_end_example_counts_every_seed_on_a_shorter_budget():
+    lines = run_example("end_to_end.py", budget=2_048)
+    assert lines[0] == "cpu"
+    # 2,048 // (8 * 128) + 1 = 3 rollouts of 1,024 steps for each of the 8 seeds.
+    assert lines[1] == "[" + " ".join(["3072"] * 8) + "]"
+
+
+# About 40 s on 2 cores: the program as the page shows it, at its budget.
+@pytest.mark.slow
 def test_end_to_end_example_counts_every_seed():
     lines = run_example("end_to_end.py")
     assert lines[0] == "cpu"
