@@ -28,12 +28,12 @@ from pathlib import Path
 import pytest
 
 from ajax.cli import build_parser
+from tests.conftest import cut_budgets
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CUT_BUDGET = 1_000
 FENCE = re.compile(r"^```(\w*)\s*$")
-BUDGET = re.compile(r"n_timesteps=(\d[\d_]*)")
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,6 @@ def output_matches(expected: str, actual: str) -> bool:
     return re.fullmatch(pattern, actual if actual.endswith("\n") or not actual else actual + "\n") is not None
 
 
-def cut_budgets(text: str) -> str:
-    return BUDGET.sub(lambda m: f"n_timesteps={min(int(m.group(1).replace('_', '')), CUT_BUDGET)}", text)
-
-
 def run_page(blocks: list[Block], full: bool) -> None:
     # A module of its own, registered, so that classes a page defines (dataclasses) find it.
     module = types.ModuleType("ajax_doc_page")
@@ -115,7 +111,7 @@ def run_blocks(blocks: list[Block], full: bool, namespace: dict) -> None:
             compile(block.text, f"{block.page}:{block.line}", "exec")
             continue
         cut = (block.marker == "slow" and not full) or block.marker == "heavy"
-        source = cut_budgets(block.text) if cut else block.text
+        source = cut_budgets(block.text, CUT_BUDGET) if cut else block.text
         stdout = io.StringIO()
         try:
             with contextlib.redirect_stdout(stdout):
@@ -200,7 +196,7 @@ def test_output_blocks_are_compared_with_ellipsis_lines():
     assert output_matches("a\n...\nd\n", "a\nb\nc\nd\n")
     assert output_matches("a\n...\n", "a\n")
     assert not output_matches("a\nb\n", "a\nc\n")
-    assert cut_budgets("train(n_timesteps=50_000); train(n_timesteps=10)") == (
+    assert cut_budgets("train(n_timesteps=50_000); train(n_timesteps=10)", CUT_BUDGET) == (
         "train(n_timesteps=1000); train(n_timesteps=10)"
     )
 
