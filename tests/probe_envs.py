@@ -130,3 +130,39 @@ class CueRecall(environment.Environment):
         state = state.replace(time=state.time + 1)
         terminated = state.time >= self.episode_steps
         return jnp.zeros(2), state, reward, terminated, {}
+
+
+class LitSide(environment.Environment):
+    """One step on an 8-bit image: one pixel lit (255) in a `size` x `size` frame, at random.
+
+    Action 0 pays 1 when the pixel is in the left half, action 1 when it is in the right
+    half, the other action 0, then a true terminal: the best return is 1, a guess's 0.5. The
+    answer is where the pixel is, so an image encoder must pass on where it saw it.
+    """
+
+    def __init__(self, size: int = 6):
+        super().__init__()
+        self.size = size
+
+    @property
+    def default_params(self) -> ProbeParams:
+        return ProbeParams(max_steps_in_episode=1)
+
+    def frame(self, key: jax.Array) -> jax.Array:
+        lit = jax.random.randint(key, (), 0, self.size * self.size)
+        return (jnp.arange(self.size * self.size) == lit).astype(jnp.uint8).reshape(self.size, self.size, 1) * 255
+
+    def reset_env(self, key, params):
+        frame = self.frame(key)
+        return frame, RecallState(time=0, cue=jnp.argmax(frame.reshape(-1)) % self.size)
+
+    def step_env(self, key, state, action, params):
+        right = state.cue >= self.size // 2
+        reward = jnp.asarray(jnp.asarray(action, jnp.int32) == right.astype(jnp.int32), jnp.float32)
+        return self.frame(key), RecallState(time=1, cue=state.cue), reward, jnp.asarray(True), {}
+
+    def action_space(self, params):
+        return spaces.Discrete(2)
+
+    def observation_space(self, params):
+        return spaces.Box(0, 255, (self.size, self.size, 1), jnp.uint8)

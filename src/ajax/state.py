@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import jax
+import jax.numpy as jnp
 from flax import struct
 from flax.training.train_state import TrainState
 
@@ -107,6 +108,20 @@ class EnvironmentConfig:
     action_high: tuple[float, ...] = ()
     max_episode_steps: int = 1000
     normalization: NormalizationConfig = NormalizationConfig()
+    # Behind an image encoder, observations keep the env's shape, and binary or 8-bit images
+    # are kept as uint8 through collection and replay (a quarter of float32's memory); None:
+    # one flat float32 vector of observation_dim, what every agent reads by default.
+    observation_shape: tuple[int, ...] | None = None
+    observation_dtype: str = "float32"
+
+    @property
+    def stored_observation_shape(self) -> tuple[int, ...]:
+        """The shape of one observation as collection hands it to the agent and replay keeps it."""
+        return (self.observation_dim,) if self.observation_shape is None else self.observation_shape
+
+    def observation_zeros(self, *batch: int) -> jax.Array:
+        """Zeros in the stored shape and dtype after `batch` leading axes: what networks and buffers start from."""
+        return jnp.zeros((*batch, *self.stored_observation_shape), self.observation_dtype)
 
 
 @dataclass(frozen=True)
@@ -120,6 +135,10 @@ class NetworkConfig:
     actor_architecture: tuple[str, ...] | Any
     critic_architecture: tuple[str, ...]
     memory: Any = None  # networks.memory.MemoryConfig: encoder -> memory -> head when set
+    # An image encoder (a flax module, `ajax.networks.encoders`) before every network, reading
+    # stored observations times `observation_scale`; None: networks read flat vectors.
+    encoder: Any = None
+    observation_scale: float = 1.0
 
 
 @dataclass(frozen=True)

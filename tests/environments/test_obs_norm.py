@@ -35,7 +35,7 @@ def test_running_statistics_equal_the_mean_and_variance_of_everything_seen():
 def test_observations_are_standardised_with_the_statistics_that_include_them():
     config = NormalizationConfig(observations=True, clip_observations=10.0)
     first, second = jnp.array([[1.0, 10.0], [3.0, 30.0]]), jnp.array([[5.0, 50.0], [7.0, 70.0]])
-    normalizer, seen_first = observe_reset(init_normalizer(config, 2, 2), first, config)
+    normalizer, seen_first = observe_reset(init_normalizer(config, (2,), 2), first, config)
     normalizer, seen, final, reward = observe_step(normalizer, second, second, jnp.ones(2), jnp.zeros(2, bool), config)
     everything = np.concatenate([first, second])
     expected = (np.asarray(second) - everything.mean(0)) / np.sqrt(everything.var(0))
@@ -51,7 +51,7 @@ def test_observations_are_standardised_with_the_statistics_that_include_them():
 
 def test_rewards_are_scaled_by_the_spread_of_the_discounted_return():
     config = NormalizationConfig(rewards=True, gamma=0.5, clip_rewards=100.0)
-    normalizer = init_normalizer(config, 1, 1)
+    normalizer = init_normalizer(config, (1,), 1)
     rewards, dones = [2.0, 4.0, 1.0, 3.0], [False, True, False, False]
     returns, g, scaled = [], 0.0, []
     for r, d in zip(rewards, dones, strict=True):

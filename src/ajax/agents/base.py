@@ -23,7 +23,7 @@ from ajax.agents.loop import RunSettings
 from ajax.agents.updates_owed import check_gradient_steps
 from ajax.checks import is_count
 from ajax.devices import ONE_DEVICE, Placement
-from ajax.environments.create import check_action_space, prepare_env
+from ajax.environments.create import check_action_space, kept_observations, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.pid_terms import PIDTerms
@@ -43,6 +43,8 @@ from ajax.hyperparameters import (
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import recording, write_rows
 from ajax.modules.pid_actor import PIDPolicy
+from ajax.networks.encoders import FLAT, build_encoder, check_encoder
+from ajax.networks.encoders import NAMES as ENCODER_NAMES
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
 from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
@@ -62,6 +64,15 @@ NORMALIZATION = keywords(
     normalize_rewards=flag(False, doc="rewards scaled by the running spread of the discounted return"),
 )
 ARCHITECTURE = "layer strings, e.g. ('64', 'tanh')"
+# What reads each observation before an agent's own layers, for the agents that take images.
+ENCODER = keywords(
+    encoder=Hyperparameter(
+        FLAT,
+        check_encoder,
+        ", ".join(map(repr, ENCODER_NAMES)) + ", or a flax module",
+        doc="what reads each observation first: 'mlp' (a flat vector) or an image encoder (docs/observations.md)",
+    )
+)
 
 
 def two_networks(
@@ -115,7 +126,7 @@ def replay(buffer_size: int, batch_size: int, learning_starts: int) -> Hyperpara
 
 
 # The keywords declared alike by the agents that take them, tabled once on the agents page.
-SHARED_KEYWORDS = ENVIRONMENT | NORMALIZATION | REPLAY_SCHEDULE
+SHARED_KEYWORDS = ENVIRONMENT | NORMALIZATION | REPLAY_SCHEDULE | ENCODER
 
 
 def gradient_clip(default: float | None) -> Hyperparameter:
@@ -346,6 +357,8 @@ class ActorCritic:
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
         memory = MemoryConfig.of(memory)
         self.network_args = self._network_config(settings, memory, normalize_observations)
+        if settings.get("encoder", FLAT) != FLAT:
+            self.network_args = self._behind_encoder(settings["encoder"], normalize_observations)
         self.optimizer_args = {
             role: OptimizerConfig(settings[rate], settings.get("max_grad_norm"))
             for role, (rate, _) in self.networks.items()
@@ -378,6 +391,22 @@ class ActorCritic:
             parse_architecture(architecture)
             layers[role] = tuple(map(str, architecture))
         return NetworkConfig(layers.get("actor", ()), layers.get("critic", ()), memory=memory)
+
+    def _behind_encoder(self, encoder: Any, normalize_observations: bool) -> NetworkConfig:
+        """The networks' settings with `encoder` before them; observations keep the env's shape from here on."""
+        if self.network_args.memory is not None:
+            raise ValueError(
+                f"{self.name} takes an image encoder or memory=, not both yet: the recurrent networks read flat "
+                "observations. Drop memory=, or use encoder='mlp'."
+            )
+        if isinstance(self.env_args.env, PIDTerms):
+            raise ValueError(
+                f"A PID actor reads its error terms from a flat observation; {self.name} with a PIDPolicy takes "
+                "encoder='mlp'."
+            )
+        self.env_args, scale = kept_observations(self.env_args, normalized=normalize_observations)
+        module = build_encoder(encoder, self.env_args.observation_shape, self.name)
+        return dataclasses.replace(self.network_args, encoder=module, observation_scale=scale)
 
     def _with_pid_terms(self, policy: PIDPolicy, memory: Any, normalize_observations: bool) -> EnvironmentConfig:
         """The env config with `PIDTerms` around the env, after refusing what a PID actor cannot be.

@@ -47,7 +47,7 @@ class ReplayBuffer:
 
     def init(self, env_args: EnvironmentConfig) -> Any:
         action = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)
-        obs = jnp.zeros((env_args.observation_dim,), jnp.float32)
+        obs = env_args.observation_zeros()
         example = Transition(
             obs=obs,
             action=action,

@@ -63,7 +63,7 @@ class SequenceReplay:
     def init(self, env_args: EnvironmentConfig, carry: Any = ()) -> Any:
         """The empty replay; `carry` is one env's actor carry when the replay stores it."""
         action = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)
-        obs = jnp.zeros((env_args.observation_dim,), jnp.float32)
+        obs = env_args.observation_zeros()
         flag = jnp.zeros((), bool)
         transition = Transition(obs, action, jnp.zeros(()), obs, flag, flag)
         return self._buffer.init(SequenceStep(transition, flag, carry))

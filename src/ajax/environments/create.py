@@ -9,6 +9,7 @@ construction with what to do, before anything compiles.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import warnings
@@ -263,3 +264,21 @@ def check_action_space(env_args: EnvironmentConfig, agent: str, *, continuous: b
         f"{agent} acts in discrete action spaces, but {env_args.env.name} is continuous. "
         "Use a continuous agent (SAC, PPO) or a Discrete-action env such as CartPole-v1."
     )
+
+
+def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> tuple[EnvironmentConfig, float]:
+    """`env_args` with observations kept in the env's own shape (for an image encoder), and the
+    scale that brings the stored values to the env's meaning.
+
+    8-bit and boolean images, and MinAtar's boards (float32 channels of 0 and 1 in gymnax),
+    are stored as uint8: exact, and a quarter of float32's replay memory. 8-bit pixels are read
+    divided by 255. Normalised observations are standardised floats, stored as float32.
+    """
+    env, params = env_args.env, env_args.env_params
+    shape = tuple(int(n) for n in env.observation_space(params).shape)
+    dtype = jnp.dtype(jax.eval_shape(lambda key: env.reset(key, params)[0], jax.random.PRNGKey(0)).dtype)
+    binary = "MinAtar" in str(getattr(env, "name", ""))
+    eight_bit = dtype in (jnp.dtype(jnp.uint8), jnp.dtype(jnp.bool_)) or binary
+    stored = "uint8" if eight_bit and not normalized else "float32"
+    scale = 1.0 / 255.0 if dtype == jnp.dtype(jnp.uint8) and not normalized else 1.0
+    return dataclasses.replace(env_args, observation_shape=shape, observation_dtype=stored), scale

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.environments.obs_norm import init_normalizer, observe_reset, observe_step, raw_observation
-from ajax.environments.utils import ExpertInAgentUnits, flatten_observation, to_env_action, uniform_action
+from ajax.environments.utils import ExpertInAgentUnits, stored_observation, to_env_action, uniform_action
 from ajax.schedule import Schedule, at
 from ajax.state import ENV_AXIS, BaseAgentState, CollectorState, EnvironmentConfig
 
@@ -51,7 +51,7 @@ def reset_envs(key: jax.Array, env_args: EnvironmentConfig) -> tuple[jax.Array, 
     keys = jax.random.split(key, env_args.n_envs)
     reset = jax.vmap(env_args.env.reset, in_axes=(0, None), axis_name=ENV_AXIS)
     obs, env_state = reset(keys, env_args.env_params)
-    return flatten_observation(obs), env_state
+    return stored_observation(obs, env_args), env_state
 
 
 def step_envs(
@@ -65,19 +65,19 @@ def step_envs(
     terminated = jnp.asarray(terminated, bool)
     truncated = jnp.asarray(truncated, bool) & ~terminated  # a true terminal wins a tie
     return (
-        flatten_observation(obs),
+        stored_observation(obs, env_args),
         env_state,
         jnp.asarray(reward, jnp.float32).reshape(env_args.n_envs),
         terminated,
         truncated,
-        flatten_observation(info["final_observation"]),
+        stored_observation(info["final_observation"], env_args),
     )
 
 
 def init_collector(key: jax.Array, env_args: EnvironmentConfig, buffer_state: Any = None) -> CollectorState:
     obs, env_state = reset_envs(key, env_args)
     n = env_args.n_envs
-    normalizer = init_normalizer(env_args.normalization, env_args.observation_dim, n)
+    normalizer = init_normalizer(env_args.normalization, env_args.stored_observation_shape, n)
     normalizer, obs = observe_reset(normalizer, obs, env_args.normalization)
     return CollectorState(
         env_state=env_state,

@@ -68,11 +68,12 @@ class Normalizer:
     discounted_return: jax.Array | None  # each env's running discounted return
 
 
-def init_normalizer(config: NormalizationConfig, observation_dim: int, n_envs: int) -> Normalizer | None:
+def init_normalizer(config: NormalizationConfig, observation_shape: tuple[int, ...], n_envs: int) -> Normalizer | None:
+    """Statistics per element of an observation of `observation_shape` (per pixel for an image)."""
     if not config.enabled:
         return None
     return Normalizer(
-        observations=init_statistics((observation_dim,)) if config.observations else None,
+        observations=init_statistics(observation_shape) if config.observations else None,
         returns=init_statistics(()) if config.rewards else None,
         discounted_return=jnp.zeros((n_envs,), jnp.float32) if config.rewards else None,
     )

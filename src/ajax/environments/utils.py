@@ -53,8 +53,16 @@ def uniform_action(key: jax.Array, env_args: EnvironmentConfig, n: int) -> jax.A
 
 
 def flatten_observation(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
-    """Agents read one flat vector per observation (image observations included)."""
+    """One flat float32 vector per observation: what an agent without an image encoder reads."""
     return obs.reshape(*obs.shape[:batch_dims], -1).astype(jnp.float32)
+
+
+def stored_observation(obs: jax.Array, env_args: EnvironmentConfig, batch_dims: int = 1) -> jax.Array:
+    """An observation as the agent keeps it: flat by default, in the env's shape and the stored
+    dtype behind an image encoder (`EnvironmentConfig.observation_shape`)."""
+    if env_args.observation_shape is None:
+        return flatten_observation(obs, batch_dims)
+    return obs.reshape(*obs.shape[:batch_dims], *env_args.observation_shape).astype(env_args.observation_dtype)
 
 
 class StatefulExpert:

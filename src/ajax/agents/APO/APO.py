@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.APO.state import APOConfig
 from ajax.agents.APO.train_APO import make_train
-from ajax.agents.base import NORMALIZATION, ActorCritic, expert_in_agent_units, field_names
+from ajax.agents.base import ENCODER, NORMALIZATION, ActorCritic, expert_in_agent_units, field_names
 from ajax.agents.PPO.PPO import (
     CLIPPED_EPOCHS,
     GAE_LAMBDA,
@@ -57,6 +57,7 @@ class APO(ActorCritic):
         )
         | PROXIMAL_ENVIRONMENT
         | NORMALIZATION
+        | ENCODER
         | keywords(
             expert_policy=checked_later(
                 None, "a function of the observation, or None", doc="an expert whose return is logged beside APO's"

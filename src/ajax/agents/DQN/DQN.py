@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import DISCOUNT, ENVIRONMENT, NORMALIZATION, ActorCritic, one_network, replay
+from ajax.agents.base import DISCOUNT, ENCODER, ENVIRONMENT, NORMALIZATION, ActorCritic, one_network, replay
 from ajax.agents.DQN.state import DQNConfig
 from ajax.agents.DQN.train_DQN import make_train
 from ajax.agents.updates_owed import UpdatesOwed
@@ -49,6 +49,7 @@ class DQN(ActorCritic):
         )
         | ENVIRONMENT
         | NORMALIZATION
+        | ENCODER
     )
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:

@@ -20,6 +20,7 @@ from ajax.environments.interaction import Transition, epsilon_greedy, explore_pi
 from ajax.evaluate import greedy_q_evaluation
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import DiscreteQNetwork
+from ajax.networks.encoders import encoded
 from ajax.networks.optim import new_train_state
 from ajax.schedule import at, linear
 from ajax.state import BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
@@ -49,8 +50,12 @@ def make_train(
     run: RunSettings,
 ):
     config = agent_config
-    q_network = DiscreteQNetwork(
-        network_args.critic_architecture, env_args.action_dim, dueling=config.dueling, fan_in_uniform=True
+    q_network = encoded(
+        DiscreteQNetwork(
+            network_args.critic_architecture, env_args.action_dim, dueling=config.dueling, fan_in_uniform=True
+        ),
+        network_args.encoder,
+        network_args.observation_scale,
     )
     buffer = ReplayBuffer(config.buffer_size, config.batch_size)
     # Epsilon falls linearly over the first `exploration_fraction` of the run's horizon.
@@ -70,7 +75,7 @@ def make_train(
             rng=rng,
             actor_state=None,
             critic_state=new_train_state(
-                q_network, q_key, critic_optimizer_args, jnp.zeros((1, env_args.observation_dim)), with_target=True
+                q_network, q_key, critic_optimizer_args, env_args.observation_zeros(1), with_target=True
             ),
             collector_state=init_collector(env_key, env_args, buffer.init(env_args)),
             eval_rng=eval_key,

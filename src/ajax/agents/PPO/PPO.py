@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ajax.agents.base import DISCOUNT, ENVIRONMENT, NORMALIZATION, ActorCritic, field_names, two_networks
+from ajax.agents.base import DISCOUNT, ENCODER, ENVIRONMENT, NORMALIZATION, ActorCritic, field_names, two_networks
 from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.deprecation import removed_keywords, renamed_keywords
@@ -155,6 +155,7 @@ class PPO(ActorCritic):
         | CLIPPED_EPOCHS
         | PROXIMAL_ENVIRONMENT
         | NORMALIZATION
+        | ENCODER
         | keywords(
             bptt_length=count(
                 None, optional=True, doc="with memory: sequence length, a divisor of n_steps (None: whole)"

@@ -38,6 +38,7 @@ from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import CategoricalActor, GaussianActor, ValueCritic
+from ajax.networks.encoders import encoded
 from ajax.networks.initializers import orthogonal
 from ajax.networks.memory import MemoryConfig, initial_carry
 from ajax.networks.optim import new_train_state
@@ -92,7 +93,8 @@ class Minibatch:
 def make_networks(
     env_args: EnvironmentConfig, network_args: NetworkConfig, initializers: ProximalInitializers | None = None
 ):
-    """The actor and the critic; with memory, each is encoder -> memory -> its feed-forward head.
+    """The actor and the critic, each behind its own image encoder when one is set; with memory, each is
+    encoder -> memory -> its feed-forward head.
 
     A `PIDPolicy` architecture makes the actor a Gaussian PID (`ajax.modules.pid_actor`), never with memory.
     `initializers` replace the networks' defaults where set; an initialiser left at None is
@@ -114,7 +116,8 @@ def make_networks(
         actor = CategoricalActor(actor_layers, env_args.action_dim, **hidden, **actor_head)
     critic = ValueCritic(() if memory is not None else network_args.critic_architecture, **hidden, **critic_head)
     if memory is None:
-        return actor, critic
+        scale = network_args.observation_scale
+        return encoded(actor, network_args.encoder, scale), encoded(critic, network_args.encoder, scale)
     hidden_init = initializers.encoder_kernel_init or orthogonal(np.sqrt(2))
     return (
         Recurrent(network_args.actor_architecture, memory, actor, hidden_init),
@@ -178,7 +181,7 @@ class ProximalActorCritic:
     def init(self, key: jax.Array, state_class: type[BaseAgentState] = BaseAgentState, **fields: Any):
         rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
         actor, critic = self.networks
-        inputs = (jnp.zeros((1, self.env_args.observation_dim)),)
+        inputs = (self.env_args.observation_zeros(1),)
         collector = init_collector(env_key, self.env_args)
         if self.memory is not None:
             inputs = (initial_carry(self.memory, 1), inputs[0][None], jnp.ones((1, 1), bool))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import DISCOUNT, ENVIRONMENT, NORMALIZATION, ActorCritic, one_network
+from ajax.agents.base import DISCOUNT, ENCODER, ENVIRONMENT, NORMALIZATION, ActorCritic, one_network
 from ajax.agents.PQN.state import PQNConfig
 from ajax.agents.PQN.train_PQN import make_train
 from ajax.extensions import LOOP_PHASES
@@ -39,6 +39,7 @@ class PQN(ActorCritic):
         )
         | ENVIRONMENT.with_defaults(n_envs=8)
         | NORMALIZATION
+        | ENCODER
     )
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:

@@ -15,6 +15,7 @@ from ajax.environments.interaction import Transition, epsilon_greedy, explore_pi
 from ajax.evaluate import greedy_q_evaluation
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import DiscreteQNetwork, chosen_q
+from ajax.networks.encoders import encoded
 from ajax.networks.optim import new_train_state
 from ajax.perf_utils import final_aux_scan
 from ajax.schedule import at, linear
@@ -36,7 +37,11 @@ def make_train(
     run: RunSettings,
 ):
     config = agent_config
-    q_network = DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim, layer_norm=True)
+    q_network = encoded(
+        DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim, layer_norm=True),
+        network_args.encoder,
+        network_args.observation_scale,
+    )
     epsilon = linear(
         config.exploration_initial_eps,
         config.exploration_final_eps,
@@ -50,9 +55,7 @@ def make_train(
         return BaseAgentState(
             rng=rng,
             actor_state=None,
-            critic_state=new_train_state(
-                q_network, q_key, critic_optimizer_args, jnp.zeros((1, env_args.observation_dim))
-            ),
+            critic_state=new_train_state(q_network, q_key, critic_optimizer_args, env_args.observation_zeros(1)),
             collector_state=init_collector(env_key, env_args),
             eval_rng=eval_key,
             n_updates=jnp.zeros((), jnp.int32),

@@ -1,0 +1,131 @@
+"""Image encoders: their published shapes, the refusals at construction, and images kept as images.
+
+The agents' runs here read MinAtar boards and the `LitSide` probe's 8-bit frames through an
+image encoder: observations keep their shape and stay uint8 through collection and replay,
+and the probe's answer (which half the lit pixel is in) is learned through the encoder.
+"""
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ajax import DQN, PPO, PQN
+from ajax.buffers import ReplayBuffer
+from ajax.logging.wandb_logging import LoggingConfig
+from ajax.networks.encoders import Encoded, ImpalaCNN, MinAtarCNN, NatureCNN, build_encoder
+from ajax.networks.memory import MemoryConfig
+from tests.probe_envs import LitSide
+
+
+def kernel_shapes(module, shape):
+    params = module.init(jax.random.PRNGKey(0), jnp.zeros((1, *shape)))
+    return [leaf.shape for path, leaf in jax.tree_util.tree_leaves_with_path(params) if path[-1].key == "kernel"]
+
+
+def test_the_nature_torso_has_the_papers_layers_on_84_by_84_frames():
+    # Mnih et al. 2015: 32 8x8 filters of stride 4, 64 4x4 of stride 2, 64 3x3 of stride 1, then
+    # 512 units on the 7 x 7 x 64 map that leaves of an 84 x 84 frame.
+    assert kernel_shapes(NatureCNN(), (84, 84, 4)) == [(8, 8, 4, 32), (4, 4, 32, 64), (3, 3, 64, 64), (7 * 7 * 64, 512)]
+
+
+def test_the_impala_resnet_halves_the_frame_three_times_and_ends_in_256_units():
+    shapes = kernel_shapes(ImpalaCNN(), (64, 64, 3))
+    convolutions = [shape for shape in shapes if len(shape) == 4]
+    # Each of the three stages (16, 32, 32 channels): one convolution and two residual blocks of two.
+    assert sorted(shape[-1] for shape in convolutions) == [16] * 5 + [32] * 10
+    assert all(shape[:2] == (3, 3) for shape in convolutions)
+    assert [shape for shape in shapes if len(shape) == 2] == [(8 * 8 * 32, 256)]  # 64 -> 32 -> 16 -> 8 a side
+
+
+def test_the_minatar_network_is_one_convolution_and_128_units():
+    assert kernel_shapes(MinAtarCNN(), (10, 10, 4)) == [(3, 3, 4, 16), (8 * 8 * 16, 128)]
+
+
+@pytest.mark.parametrize("encoder", [NatureCNN(), ImpalaCNN(), MinAtarCNN()], ids=lambda e: type(e).__name__)
+def test_an_encoder_reads_any_leading_axes(encoder):
+    frames = jax.random.uniform(jax.random.PRNGKey(1), (2, 3, 36, 36, 2))
+    params = encoder.init(jax.random.PRNGKey(0), frames[0])
+    features = encoder.apply(params, frames)
+    assert features.shape[:2] == (2, 3)
+    # Each frame's features are its own: the batch folding mixes nothing (up to the convolution
+    # algorithm XLA picks for another batch size).
+    np.testing.assert_allclose(features[1, 2], encoder.apply(params, frames[1, 2][None])[0], rtol=1e-4, atol=1e-5)
+
+
+class Features(nn.Module):
+    """A head that hands back what the encoder made."""
+
+    def __call__(self, features):
+        return features
+
+
+def test_an_encoded_network_reads_8_bit_pixels_as_fractions():
+    encoder = MinAtarCNN()
+    pixels = jax.random.randint(jax.random.PRNGKey(2), (4, 5, 5, 1), 0, 256).astype(jnp.uint8)
+    network = Encoded(encoder, Features(), 1.0 / 255.0)
+    params = network.init(jax.random.PRNGKey(0), pixels)
+    direct = encoder.apply({"params": params["params"]["encoder"]}, pixels.astype(jnp.float32) / 255.0)
+    np.testing.assert_allclose(network.apply(params, pixels), direct, rtol=1e-6)
+
+
+def test_an_image_encoder_on_vector_observations_is_refused_naming_the_shape():
+    with pytest.raises(ValueError, match=r"encoder='impala' reads images .* shape \(4,\).*encoder='mlp'"):
+        PPO("CartPole-v1", encoder="impala")
+
+
+def test_an_encoder_whose_kernels_do_not_fit_the_frame_is_refused_naming_what_fits():
+    with pytest.raises(ValueError, match=r"at least 36x36 .* are 10x10\. Choose 'impala' or 'minatar_cnn'"):
+        build_encoder("nature_cnn", (10, 10, 4), "DQN")
+
+
+def test_an_unknown_encoder_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match=r"encoder must be one of 'mlp', 'nature_cnn', 'impala', 'minatar_cnn'"):
+        PQN("Breakout-MinAtar", encoder="cnn")
+
+
+def test_memory_behind_an_image_encoder_is_refused_for_now():
+    with pytest.raises(ValueError, match="image encoder or memory="):
+        PPO("Breakout-MinAtar", encoder="minatar_cnn", memory=MemoryConfig("gru", 8))
+
+
+def test_a_million_row_minatar_replay_is_kept_in_uint8():
+    agent = DQN("SpaceInvaders-MinAtar", encoder="minatar_cnn", buffer_size=10**6)
+    buffer = jax.eval_shape(lambda: ReplayBuffer(10**6, 32).init(agent.env_args))
+    boards = [leaf for leaf in jax.tree.leaves(buffer) if leaf.shape[-3:] == (10, 10, 6)]
+    assert len(boards) == 2 and all(leaf.dtype == jnp.uint8 for leaf in boards)  # obs and next_obs
+    total = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(buffer))
+    assert total < 1.3e9, f"{total / 1e9:.2f} GB"  # float32 boards alone would take 4.8 GB
+
+
+@pytest.fixture(scope="module")
+def minatar_dqn_run():
+    agent = DQN("Breakout-MinAtar", encoder="minatar_cnn", buffer_size=512, batch_size=16, learning_starts=64)
+    state, evaluations = agent.train(
+        seed=[0, 1], n_timesteps=160, logging_config=LoggingConfig(log_frequency=160), num_episode_test=1
+    )
+    return state, evaluations
+
+
+def test_boards_keep_their_shape_and_stay_uint8_in_collection_and_replay(minatar_dqn_run):
+    state, evaluations = minatar_dqn_run
+    assert state.collector_state.last_obs.shape == (2, 1, 10, 10, 4)
+    assert state.collector_state.last_obs.dtype == jnp.uint8
+    stored = state.collector_state.buffer_state.experience
+    assert stored.obs.dtype == stored.next_obs.dtype == jnp.uint8
+    # Every stored board is MinAtar's: channels of 0 and 1, one ball in Breakout's ball channel.
+    filled = np.asarray(stored.obs[0, 0, :160])
+    assert set(np.unique(filled)) <= {0, 1} and (filled[..., 1].sum(axis=(1, 2)) == 1).all()
+    assert np.isfinite(evaluations["Eval/episodic mean reward"]).all()
+
+
+@pytest.mark.learning
+def test_pqn_learns_through_an_image_encoder_which_half_of_the_frame_is_lit():
+    agent = PQN(LitSide(), encoder="minatar_cnn", n_envs=8, n_steps=16, n_minibatches=4, n_epochs=2, architecture=())
+    _, evaluations = agent.train(
+        seed=[0, 1, 2], n_timesteps=6_144, logging_config=LoggingConfig(log_frequency=6_144), num_episode_test=20
+    )
+    # Greedy episodes after 6k one-step episodes: a guess earns 0.5, the answer 1.
+    returns = evaluations["Eval/episodic mean reward"][:, -1]
+    assert (returns >= 0.9).all(), returns
