@@ -29,7 +29,9 @@ trained by BPTT over whole rollouts; SAC/gru and SAC/transformer are SAC's with 
 memories, trained on replayed windows (16 steps after a burn-in of 8, 16 windows per batch
 of 256). APG/contextual is the contextual controller's network at one layer of width 64 (4
 heads, the paper's context of 100, a PID head) on APG's tracking task: every update
-back-propagates through 100 acting steps of the transformer.
+back-propagates through 100 acting steps of the transformer. PQN/minatar_cnn and
+PPO/minatar_cnn are those agents' defaults on Breakout-MinAtar's 10x10x4 boards, kept as
+uint8 and read through MinAtar's network (`encoder="minatar_cnn"`).
 
 For each agent: one 400-step warm-up call (its whole time, compilation included, is
 `compile_s`), then `--trials` measured calls, each on a freshly built agent, so each one
@@ -100,6 +102,8 @@ SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "Pendulum-v1",
         {"learning_starts": 1000, "memory": {"kind": "transformer", "hidden_size": 64}},
     ),
+    "PQN/minatar_cnn": ("PQN", "Breakout-MinAtar", {"encoder": "minatar_cnn"}),
+    "PPO/minatar_cnn": ("PPO", "Breakout-MinAtar", {"encoder": "minatar_cnn"}),
     "APG/contextual": (
         "APG",
         "pendulum_tracking",

@@ -46,6 +46,7 @@ from ajax.environments.model_reference import (  # noqa: E402
     StepReference,
 )
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
+from ajax.schedule import linear  # noqa: E402
 from ajax.wrappers import InitialStateWrapper  # noqa: E402
 from intervals import final_means, learning_summary  # noqa: E402
 
@@ -88,6 +89,26 @@ def pendulum_tracking() -> Any:
         LinearReferenceModel.first_order(a=0.9, b=0.1, c=1.0, d=0.0),
         output_fn=lambda obs: jnp.arctan2(-obs[1], -obs[0]),
     )
+
+
+MINATAR_BUDGET = 2_000_000
+
+
+def minatar_pqn(budget: int) -> dict[str, Any]:
+    """purejaxql's PQN settings for MinAtar, with the learning rate's fall fitted to `budget`."""
+    n_envs, n_steps, n_epochs, n_minibatches = 128, 32, 2, 32
+    updates = budget // (n_envs * n_steps) * n_epochs * n_minibatches
+    return {
+        "encoder": "minatar_cnn",
+        "architecture": (),
+        "n_envs": n_envs,
+        "n_steps": n_steps,
+        "n_epochs": n_epochs,
+        "n_minibatches": n_minibatches,
+        "learning_rate": linear(5e-4, 0.0, updates),
+        "max_grad_norm": 10.0,
+        "exploration_fraction": 1_000_000 / budget,
+    }
 
 
 def zoo_check(agent: str, env_id: str, target: float | None = None) -> Check:
@@ -152,6 +173,26 @@ CHECKS = (
         "size 1, planner / 4",
         lambda: {"model_size": 1, "num_samples": 128, "num_elites": 16, "num_pi_trajs": 6},
         target=-400.0,
+    ),
+    # PQN on MinAtar boards through MinAtar's network with LayerNorm and a linear Q head, at
+    # purejaxql's pqn_minatar settings (128 envs x 32 steps, 2 epochs of 32 minibatches, lambda
+    # 0.65, learning rate 5e-4 falling linearly to 0 over the run, gradients clipped at 10; epsilon
+    # to 0.05 over the reference's 1M steps), with Adam where it uses RAdam. gymnax-blines' PPO
+    # reaches 28 on Breakout-MinAtar after 10M steps; this budget is a fifth of that.
+    Check(
+        "PQN",
+        "Breakout-MinAtar",
+        MINATAR_BUDGET,
+        "purejaxql",
+        lambda: minatar_pqn(MINATAR_BUDGET),
+        published=28.0,
+    ),
+    Check(
+        "PQN",
+        "SpaceInvaders-MinAtar",
+        MINATAR_BUDGET,
+        "purejaxql",
+        lambda: minatar_pqn(MINATAR_BUDGET),
     ),
     Check("UDRL", "CartPole-v1", 50_000, "defaults"),
     Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_push}),

@@ -166,3 +166,32 @@ class LitSide(environment.Environment):
 
     def observation_space(self, params):
         return spaces.Box(0, 255, (self.size, self.size, 1), jnp.uint8)
+
+
+@struct.dataclass
+class FlipState(environment.EnvState):
+    time: int
+    cue: jax.Array
+    flip: jax.Array
+
+
+class FlippedLitSide(LitSide):
+    """`LitSide` with a dict observation: the frame under "frame", and under "flip" a coin
+    (float32, 0 or 1) that swaps which action pays. The answer needs both keys."""
+
+    def reset_env(self, key, params):
+        frame_key, flip_key = jax.random.split(key)
+        frame, state = super().reset_env(frame_key, params)
+        flip = jax.random.bernoulli(flip_key).astype(jnp.int32)
+        return {"frame": frame, "flip": flip.astype(jnp.float32)[None]}, FlipState(time=0, cue=state.cue, flip=flip)
+
+    def step_env(self, key, state, action, params):
+        right = (state.cue >= self.size // 2).astype(jnp.int32) ^ state.flip
+        reward = jnp.asarray(jnp.asarray(action, jnp.int32) == right, jnp.float32)
+        obs, _ = self.reset_env(key, params)
+        return obs, state.replace(time=1), reward, jnp.asarray(True), {}
+
+    def observation_space(self, params):
+        return spaces.Dict(
+            {"frame": spaces.Box(0, 255, (self.size, self.size, 1), jnp.uint8), "flip": spaces.Box(0.0, 1.0, (1,))}
+        )

@@ -94,7 +94,8 @@ def greedy_q_evaluation(q_values: Callable[[BaseAgentState, jax.Array], jax.Arra
     """Evaluation of a Q-learning agent (DQN, PQN): act greedily, value the taken action."""
 
     def greedy(state: BaseAgentState, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        return jnp.argmax(q_values(state, obs), axis=-1), jnp.zeros(obs.shape[0])
+        q = q_values(state, obs)
+        return jnp.argmax(q, axis=-1), jnp.zeros(q.shape[0])
 
     def value(state: BaseAgentState, obs: jax.Array, action: jax.Array) -> jax.Array:
         return chosen_q(q_values(state, obs), action)

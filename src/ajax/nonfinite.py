@@ -69,7 +69,7 @@ def env_kinds(experience: Sequence[Any]) -> jax.Array:
     the guard sits below the environments that define `Transition` and the row collector's steps.
     """
     transitions = [leaf for leaf in experience if all(hasattr(leaf, f) for f in ("obs", "next_obs", "reward"))]
-    observations = _any_nonfinite([x for t in transitions for x in (t.obs, t.next_obs)])
+    observations = _any_nonfinite(jax.tree.leaves([(t.obs, t.next_obs) for t in transitions]))  # a dict's arrays too
     rewards = _any_nonfinite([t.reward for t in transitions])
     return jnp.where(observations, OBSERVATIONS, 0) | jnp.where(rewards, REWARDS, 0)
 

@@ -95,6 +95,26 @@ class NormalizationConfig:
 
 
 @dataclass(frozen=True)
+class ObservationPart:
+    """One array of an observation as an agent with an image encoder keeps it.
+
+    `key` names it in a dict observation (None: the observation is this one array); `dtype`
+    is how it is stored (uint8 for binary and 8-bit images); `scale` what a stored unit is
+    worth to the networks (1/255 for 8-bit pixels).
+    """
+
+    key: str | None
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+    scale: float = 1.0
+
+
+def unpacked(by_key: dict[str | None, Any]) -> Any:
+    """A plain observation's one value, or a dict observation's values by key."""
+    return by_key[None] if None in by_key else by_key
+
+
+@dataclass(frozen=True)
 class EnvironmentConfig:
     """The environment an agent trains on, and what its spaces imply."""
 
@@ -108,20 +128,23 @@ class EnvironmentConfig:
     action_high: tuple[float, ...] = ()
     max_episode_steps: int = 1000
     normalization: NormalizationConfig = NormalizationConfig()
-    # Behind an image encoder, observations keep the env's shape, and binary or 8-bit images
-    # are kept as uint8 through collection and replay (a quarter of float32's memory); None:
-    # one flat float32 vector of observation_dim, what every agent reads by default.
-    observation_shape: tuple[int, ...] | None = None
-    observation_dtype: str = "float32"
+    # Behind an image encoder, each array of an observation keeps its shape (and binary or 8-bit
+    # images are kept as uint8); None: one flat float32 vector of observation_dim, what every
+    # agent reads by default.
+    observation_parts: tuple[ObservationPart, ...] | None = None
 
     @property
-    def stored_observation_shape(self) -> tuple[int, ...]:
-        """The shape of one observation as collection hands it to the agent and replay keeps it."""
-        return (self.observation_dim,) if self.observation_shape is None else self.observation_shape
+    def observation_shape(self) -> tuple[int, ...] | dict[str, tuple[int, ...]]:
+        """One observation's shape as collection hands it to the agent and replay keeps it: a dict's by key."""
+        if self.observation_parts is None:
+            return (self.observation_dim,)
+        return unpacked({part.key: part.shape for part in self.observation_parts})
 
-    def observation_zeros(self, *batch: int) -> jax.Array:
-        """Zeros in the stored shape and dtype after `batch` leading axes: what networks and buffers start from."""
-        return jnp.zeros((*batch, *self.stored_observation_shape), self.observation_dtype)
+    def observation_zeros(self, *batch: int) -> jax.Array | dict[str, jax.Array]:
+        """Zeros as observations are kept, after `batch` leading axes: what networks and buffers start from."""
+        if self.observation_parts is None:
+            return jnp.zeros((*batch, self.observation_dim), jnp.float32)
+        return unpacked({part.key: jnp.zeros((*batch, *part.shape), part.dtype) for part in self.observation_parts})
 
 
 @dataclass(frozen=True)
@@ -136,9 +159,8 @@ class NetworkConfig:
     critic_architecture: tuple[str, ...]
     memory: Any = None  # networks.memory.MemoryConfig: encoder -> memory -> head when set
     # An image encoder (a flax module, `ajax.networks.encoders`) before every network, reading
-    # stored observations times `observation_scale`; None: networks read flat vectors.
+    # the observation parts the env config keeps; None: networks read flat vectors.
     encoder: Any = None
-    observation_scale: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnax.environments import spaces
 
 from ajax import DQN, PPO, PQN
 from ajax.buffers import ReplayBuffer
+from ajax.environments.utils import flatten_observation
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import Encoded, ImpalaCNN, MinAtarCNN, NatureCNN, build_encoder
 from ajax.networks.memory import MemoryConfig
-from tests.probe_envs import LitSide
+from ajax.state import ObservationPart
+from tests.probe_envs import FlippedLitSide, LitSide
 
 
 def kernel_shapes(module, shape):
@@ -64,7 +67,7 @@ class Features(nn.Module):
 def test_an_encoded_network_reads_8_bit_pixels_as_fractions():
     encoder = MinAtarCNN()
     pixels = jax.random.randint(jax.random.PRNGKey(2), (4, 5, 5, 1), 0, 256).astype(jnp.uint8)
-    network = Encoded(encoder, Features(), 1.0 / 255.0)
+    network = Encoded(encoder, Features(), (ObservationPart(None, (5, 5, 1), "uint8", 1.0 / 255.0),))
     params = network.init(jax.random.PRNGKey(0), pixels)
     direct = encoder.apply({"params": params["params"]["encoder"]}, pixels.astype(jnp.float32) / 255.0)
     np.testing.assert_allclose(network.apply(params, pixels), direct, rtol=1e-6)
@@ -77,7 +80,7 @@ def test_an_image_encoder_on_vector_observations_is_refused_naming_the_shape():
 
 def test_an_encoder_whose_kernels_do_not_fit_the_frame_is_refused_naming_what_fits():
     with pytest.raises(ValueError, match=r"at least 36x36 .* are 10x10\. Choose 'impala' or 'minatar_cnn'"):
-        build_encoder("nature_cnn", (10, 10, 4), "DQN")
+        build_encoder("nature_cnn", (ObservationPart(None, (10, 10, 4)),), "DQN")
 
 
 def test_an_unknown_encoder_is_refused_with_the_choices():
@@ -127,5 +130,63 @@ def test_pqn_learns_through_an_image_encoder_which_half_of_the_frame_is_lit():
         seed=[0, 1, 2], n_timesteps=6_144, logging_config=LoggingConfig(log_frequency=6_144), num_episode_test=20
     )
     # Greedy episodes after 6k one-step episodes: a guess earns 0.5, the answer 1.
+    returns = evaluations["Eval/episodic mean reward"][:, -1]
+    assert (returns >= 0.9).all(), returns
+
+
+def test_a_dict_observation_is_read_flat_by_default_key_after_key():
+    agent = PQN(FlippedLitSide(), n_envs=2)
+    assert agent.env_args.observation_parts is None and agent.env_args.observation_dim == 6 * 6 + 1
+    obs, _ = FlippedLitSide().reset(jax.random.PRNGKey(3))
+    flat = flatten_observation(jax.tree.map(lambda x: x[None], obs))
+    # "flip" sorts before "frame": the coin first, then the frame's 36 pixels as floats.
+    np.testing.assert_array_equal(flat[0], np.concatenate([obs["flip"], np.asarray(obs["frame"], np.float32).ravel()]))
+
+
+def test_a_dict_observation_keeps_each_key_in_its_shape_and_dtype_behind_an_encoder():
+    agent = DQN(FlippedLitSide(), encoder="minatar_cnn")
+    parts = {part.key: part for part in agent.env_args.observation_parts}
+    assert parts["frame"] == ObservationPart("frame", (6, 6, 1), "uint8", 1.0 / 255.0)
+    assert parts["flip"] == ObservationPart("flip", (1,), "float32", 1.0)
+    zeros = agent.env_args.observation_zeros(3)
+    assert zeros["frame"].shape == (3, 6, 6, 1) and zeros["flip"].shape == (3, 1)
+    # Read by shape: the image key through the CNN, the vector key as it is.
+    assert [(key, type(module).__name__) for key, _, module in agent.network_args.encoder.encoders] == [
+        ("flip", "NoneType"),
+        ("frame", "MinAtarCNN"),
+    ]
+
+
+def test_a_dict_of_encoders_names_each_key_and_refuses_a_key_the_observation_lacks():
+    agent = PQN(FlippedLitSide(), encoder={"frame": "impala"})
+    assert type(dict((k, m) for k, _, m in agent.network_args.encoder.encoders)["frame"]).__name__ == "ImpalaCNN"
+    with pytest.raises(
+        ValueError, match=r"names \['pixels'\], but this env's observations have the keys \['flip', 'frame'\]"
+    ):
+        PQN(FlippedLitSide(), encoder={"pixels": "impala"})
+    with pytest.raises(ValueError, match=r"encoder is a dict, .* one array of shape \(10, 10, 4\)"):
+        PQN("Breakout-MinAtar", encoder={"frame": "impala"})
+
+
+def test_an_action_mask_in_the_observation_is_refused_until_masks_are_applied():
+    class Masked(FlippedLitSide):
+        def reset_env(self, key, params):
+            obs, state = super().reset_env(key, params)
+            return {**obs, "action_mask": jnp.ones(2, bool)}, state
+
+        def observation_space(self, params):
+            space = super().observation_space(params)
+            return spaces.Dict({**space.spaces, "action_mask": spaces.Box(0, 1, (2,), jnp.bool_)})
+
+    with pytest.raises(ValueError, match="'action_mask': Ajax does not apply action masks yet"):
+        DQN(Masked())
+
+
+@pytest.mark.learning
+def test_pqn_learns_from_a_dict_observation_through_its_image_key_and_its_vector_key():
+    agent = PQN(FlippedLitSide(), encoder="minatar_cnn", n_envs=8, n_steps=16, n_minibatches=4, n_epochs=2)
+    _, evaluations = agent.train(
+        seed=[0, 1, 2], n_timesteps=8_192, logging_config=LoggingConfig(log_frequency=8_192), num_episode_test=20
+    )
     returns = evaluations["Eval/episodic mean reward"][:, -1]
     assert (returns >= 0.9).all(), returns

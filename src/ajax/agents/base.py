@@ -291,6 +291,8 @@ class ActorCritic:
     # The PID actor an `actor_architecture=PIDPolicy(...)` builds ("deterministic", "squashed",
     # "gaussian": `ajax.modules.pid_actor.FORMS`); None: the agent refuses a PIDPolicy.
     pid_actor_form: ClassVar[str | None] = None
+    # Whether a named image encoder normalises its layers as the agent's own do (PQN's LayerNorm).
+    encoder_layer_norm: ClassVar[bool] = False
     # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
     update_metrics: ClassVar[bool] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
@@ -357,8 +359,6 @@ class ActorCritic:
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
         memory = MemoryConfig.of(memory)
         self.network_args = self._network_config(settings, memory, normalize_observations)
-        if settings.get("encoder", FLAT) != FLAT:
-            self.network_args = self._behind_encoder(settings["encoder"], normalize_observations)
         self.optimizer_args = {
             role: OptimizerConfig(settings[rate], settings.get("max_grad_norm"))
             for role, (rate, _) in self.networks.items()
@@ -373,6 +373,8 @@ class ActorCritic:
                 f"{self.name} with memory= takes no extensions yet (got {names}): expert guidance and the other "
                 "extensions read feed-forward batches. Drop memory= or the extensions."
             )
+        if settings.get("encoder", FLAT) != FLAT:
+            self.network_args = self._behind_encoder(settings["encoder"], normalize_observations)
         self._programs: dict[Any, Callable] = {}
 
     def _network_config(self, settings: Settings, memory: MemoryConfig | None, normalize: bool) -> NetworkConfig:
@@ -404,9 +406,23 @@ class ActorCritic:
                 f"A PID actor reads its error terms from a flat observation; {self.name} with a PIDPolicy takes "
                 "encoder='mlp'."
             )
-        self.env_args, scale = kept_observations(self.env_args, normalized=normalize_observations)
-        module = build_encoder(encoder, self.env_args.observation_shape, self.name)
-        return dataclasses.replace(self.network_args, encoder=module, observation_scale=scale)
+        if self.extensions.extensions:
+            names = ", ".join(type(extension).__name__ for extension in self.extensions.extensions)
+            raise ValueError(
+                f"{self.name} with an image encoder takes no extensions yet (got {names}): the extensions read flat "
+                "observations. Drop the extensions, or use encoder='mlp'."
+            )
+        kept = kept_observations(self.env_args, normalized=normalize_observations)
+        module = build_encoder(encoder, kept.observation_parts, self.name, self.encoder_layer_norm)
+        if module is None:  # every part read flat: the default's flat vector
+            return self.network_args
+        if normalize_observations and isinstance(kept.observation_shape, dict):
+            raise ValueError(
+                f"{self.name} normalises one observation array; with a dict observation behind an encoder, drop "
+                "normalize_observations=True or use encoder='mlp' (the keys read as one flat vector)."
+            )
+        self.env_args = kept
+        return dataclasses.replace(self.network_args, encoder=module)
 
     def _with_pid_terms(self, policy: PIDPolicy, memory: Any, normalize_observations: bool) -> EnvironmentConfig:
         """The env config with `PIDTerms` around the env, after refusing what a PID actor cannot be.

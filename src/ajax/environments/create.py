@@ -28,7 +28,8 @@ from ajax.environments.ids import (
     missing_package_message,
     unknown_env_message,
 )
-from ajax.state import EnvironmentConfig
+from ajax.environments.utils import ACTION_MASK
+from ajax.state import EnvironmentConfig, ObservationPart
 from ajax.wrappers import Wrapper
 
 
@@ -104,12 +105,13 @@ def _check_custom_env(env: Any) -> None:
             f"{type(env).__name__}.step's info must hold 'final_observation', the observation the step reached "
             "before any auto-reset (gymnax's Environment.step provides it)."
         )
-    declared = tuple(env.observation_space(params).shape)
+    declared = declared_shape(env.observation_space(params))
     returned = {"reset": obs, "step": out[0], "step's final_observation": out[5]["final_observation"]}
     for where, value in returned.items():
-        if tuple(value.shape) != declared:
+        shape = {key: tuple(v.shape) for key, v in value.items()} if isinstance(value, dict) else tuple(value.shape)
+        if shape != declared:
             raise ValueError(
-                f"{type(env).__name__}'s {where} returns observations of shape {tuple(value.shape)}, but its "
+                f"{type(env).__name__}'s {where} returns observations of shape {shape}, but its "
                 f"observation_space declares {declared}: the agents size their networks from the declared space. "
                 "Make the two agree."
             )
@@ -218,8 +220,7 @@ def prepare_env(
         env = ActionRepeat(env, action_repeat)
 
     action_space = env.action_space(params)
-    obs_shape = env.observation_space(params).shape
-    observation_dim = int(math.prod(obs_shape)) if obs_shape else 1
+    observation_dim = flat_size(env.observation_space(params))
     max_steps = int(getattr(params, "max_steps_in_episode", 1000))
     max_episode_steps = math.ceil(max_steps / action_repeat)
     if isinstance(action_space, spaces.Discrete):
@@ -266,19 +267,46 @@ def check_action_space(env_args: EnvironmentConfig, agent: str, *, continuous: b
     )
 
 
-def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> tuple[EnvironmentConfig, float]:
-    """`env_args` with observations kept in the env's own shape (for an image encoder), and the
-    scale that brings the stored values to the env's meaning.
+def declared_shape(space: Any) -> tuple[int, ...] | dict[str, tuple[int, ...]]:
+    """The shape of one observation `space` declares: a Dict space's by key."""
+    if isinstance(space, spaces.Dict):
+        return {key: tuple(part.shape) for key, part in space.spaces.items()}
+    return tuple(space.shape)
+
+
+def flat_size(space: Any) -> int:
+    """How many numbers one observation of `space` flattens to (a Dict's arrays together)."""
+    if isinstance(space, spaces.Dict):
+        if ACTION_MASK in space.spaces:
+            raise ValueError(
+                f"This env's observations carry an {ACTION_MASK!r}: Ajax does not apply action masks yet, and an "
+                "agent reading the mask as one more input would still take the actions it forbids. Drop the key "
+                "from the observation (a wrapper), or use an env without one."
+            )
+        return sum(flat_size(part) for part in space.spaces.values())
+    return int(math.prod(space.shape)) if space.shape else 1
+
+
+def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> EnvironmentConfig:
+    """`env_args` with each array of the observation kept in its own shape, for an image encoder.
 
     8-bit and boolean images, and MinAtar's boards (float32 channels of 0 and 1 in gymnax),
     are stored as uint8: exact, and a quarter of float32's replay memory. 8-bit pixels are read
     divided by 255. Normalised observations are standardised floats, stored as float32.
     """
     env, params = env_args.env, env_args.env_params
-    shape = tuple(int(n) for n in env.observation_space(params).shape)
-    dtype = jnp.dtype(jax.eval_shape(lambda key: env.reset(key, params)[0], jax.random.PRNGKey(0)).dtype)
+    example = jax.eval_shape(lambda key: env.reset(key, params)[0], jax.random.PRNGKey(0))
     binary = "MinAtar" in str(getattr(env, "name", ""))
-    eight_bit = dtype in (jnp.dtype(jnp.uint8), jnp.dtype(jnp.bool_)) or binary
-    stored = "uint8" if eight_bit and not normalized else "float32"
-    scale = 1.0 / 255.0 if dtype == jnp.dtype(jnp.uint8) and not normalized else 1.0
-    return dataclasses.replace(env_args, observation_shape=shape, observation_dtype=stored), scale
+
+    def part(key: str | None, array: jax.ShapeDtypeStruct) -> ObservationPart:
+        dtype = jnp.dtype(array.dtype)
+        eight_bit = dtype in (jnp.dtype(jnp.uint8), jnp.dtype(jnp.bool_)) or binary
+        stored = "uint8" if eight_bit and not normalized else "float32"
+        scale = 1.0 / 255.0 if dtype == jnp.dtype(jnp.uint8) and not normalized else 1.0
+        return ObservationPart(key, tuple(int(n) for n in array.shape), stored, scale)
+
+    if isinstance(example, dict):
+        parts = tuple(part(key, example[key]) for key in sorted(example))
+    else:
+        parts = (part(None, example),)
+    return dataclasses.replace(env_args, observation_parts=parts)

@@ -77,7 +77,7 @@ def step_envs(
 def init_collector(key: jax.Array, env_args: EnvironmentConfig, buffer_state: Any = None) -> CollectorState:
     obs, env_state = reset_envs(key, env_args)
     n = env_args.n_envs
-    normalizer = init_normalizer(env_args.normalization, env_args.stored_observation_shape, n)
+    normalizer = init_normalizer(env_args.normalization, env_args.observation_shape, n)
     normalizer, obs = observe_reset(normalizer, obs, env_args.normalization)
     return CollectorState(
         env_state=env_state,

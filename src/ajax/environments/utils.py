@@ -8,7 +8,7 @@ inverse map (`env_action_to_agent`), left unclipped so a saturating expert stays
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.state import EnvironmentConfig
+from ajax.state import EnvironmentConfig, ObservationPart, unpacked
 
 
 def agent_action_to_env(action: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
@@ -52,17 +52,32 @@ def uniform_action(key: jax.Array, env_args: EnvironmentConfig, n: int) -> jax.A
     return jax.random.randint(key, (n,), 0, env_args.action_dim)
 
 
-def flatten_observation(obs: jax.Array, batch_dims: int = 1) -> jax.Array:
-    """One flat float32 vector per observation: what an agent without an image encoder reads."""
-    return obs.reshape(*obs.shape[:batch_dims], -1).astype(jnp.float32)
+# The key of a dict observation that says which discrete actions are allowed (Jumanji's convention).
+ACTION_MASK = "action_mask"
 
 
-def stored_observation(obs: jax.Array, env_args: EnvironmentConfig, batch_dims: int = 1) -> jax.Array:
-    """An observation as the agent keeps it: flat by default, in the env's shape and the stored
-    dtype behind an image encoder (`EnvironmentConfig.observation_shape`)."""
-    if env_args.observation_shape is None:
+def flatten_observation(obs: Any, batch_dims: int = 1) -> jax.Array:
+    """One flat float32 vector per observation: what an agent without an image encoder reads.
+
+    A dict observation's arrays are flattened and joined in the order of their keys (sorted,
+    as JAX orders a dict's leaves).
+    """
+    parts = [obs[key] for key in sorted(obs)] if isinstance(obs, Mapping) else [obs]
+    flat = [jnp.asarray(part).reshape(*part.shape[:batch_dims], -1).astype(jnp.float32) for part in parts]
+    return flat[0] if len(flat) == 1 else jnp.concatenate(flat, axis=-1)
+
+
+def stored_observation(obs: Any, env_args: EnvironmentConfig, batch_dims: int = 1) -> Any:
+    """An observation as the agent keeps it: flat by default; behind an image encoder each
+    array in its own shape and stored dtype (`EnvironmentConfig.observation_parts`)."""
+    if env_args.observation_parts is None:
         return flatten_observation(obs, batch_dims)
-    return obs.reshape(*obs.shape[:batch_dims], *env_args.observation_shape).astype(env_args.observation_dtype)
+
+    def kept(part: ObservationPart) -> jax.Array:
+        array = obs if part.key is None else obs[part.key]
+        return array.reshape(*array.shape[:batch_dims], *part.shape).astype(part.dtype)
+
+    return unpacked({part.key: kept(part) for part in env_args.observation_parts})
 
 
 class StatefulExpert:

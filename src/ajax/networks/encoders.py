@@ -20,12 +20,14 @@ given instead; it reads the observation in the env's own shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+
+from ajax.state import ObservationPart
 
 FLAT = "mlp"
 
@@ -37,15 +39,22 @@ def _over_batch(torso: Callable[[jax.Array], jax.Array], obs: jax.Array) -> jax.
     return features.reshape(*lead, features.shape[-1])
 
 
+def normed(x: jax.Array, layer_norm: bool) -> jax.Array:
+    """relu(x), after a LayerNorm when `layer_norm` (PQN normalises every layer, its encoder's too)."""
+    return nn.relu(nn.LayerNorm()(x) if layer_norm else x)
+
+
 class NatureCNN(nn.Module):
     """The Nature-DQN convolutional torso and its 512-unit layer."""
+
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         def torso(x: jax.Array) -> jax.Array:
             for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
-                x = nn.relu(nn.Conv(features, (kernel, kernel), (stride, stride), padding="VALID")(x))
-            return nn.relu(nn.Dense(512)(x.reshape(x.shape[0], -1)))
+                x = normed(nn.Conv(features, (kernel, kernel), (stride, stride), padding="VALID")(x), self.layer_norm)
+            return normed(nn.Dense(512)(x.reshape(x.shape[0], -1)), self.layer_norm)
 
         return _over_batch(torso, obs)
 
@@ -66,6 +75,7 @@ class ImpalaCNN(nn.Module):
 
     channels: tuple[int, ...] = (16, 32, 32)
     features: int = 256
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -76,7 +86,7 @@ class ImpalaCNN(nn.Module):
                 x = ResidualBlock()(x)
                 x = ResidualBlock()(x)
             x = nn.relu(x).reshape(x.shape[0], -1)
-            return nn.relu(nn.Dense(self.features)(x))
+            return normed(nn.Dense(self.features)(x), self.layer_norm)
 
         return _over_batch(torso, obs)
 
@@ -84,11 +94,13 @@ class ImpalaCNN(nn.Module):
 class MinAtarCNN(nn.Module):
     """MinAtar's network: one small convolution over the board, then 128 units."""
 
+    layer_norm: bool = False
+
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         def torso(x: jax.Array) -> jax.Array:
-            x = nn.relu(nn.Conv(16, (3, 3), padding="VALID")(x))
-            return nn.relu(nn.Dense(128)(x.reshape(x.shape[0], -1)))
+            x = normed(nn.Conv(16, (3, 3), padding="VALID")(x), self.layer_norm)
+            return normed(nn.Dense(128)(x.reshape(x.shape[0], -1)), self.layer_norm)
 
         return _over_batch(torso, obs)
 
@@ -103,62 +115,131 @@ NAMES = (FLAT, *ENCODERS)
 
 
 def check_encoder(name: str, value: Any) -> None:
-    """An encoder keyword's value: a name of `NAMES` or a flax module."""
-    if isinstance(value, nn.Module):
-        return
-    if not isinstance(value, str) or value not in NAMES:
+    """An encoder keyword's value: a name of `NAMES`, a flax module, or a dict of them by observation key."""
+    values = value.values() if isinstance(value, Mapping) and value else [value]
+    for one in values:
+        if isinstance(one, nn.Module) or (isinstance(one, str) and one in NAMES):
+            continue
         raise ValueError(
-            f"{name} must be one of {', '.join(map(repr, NAMES))} or a flax module mapping observations to "
-            f"features, got {value!r}."
+            f"{name} must be one of {', '.join(map(repr, NAMES))}, a flax module mapping observations to features, "
+            f"or a dict of those by a dict observation's key; got {value!r}."
         )
 
 
-def build_encoder(value: str | nn.Module, observation_shape: tuple[int, ...], agent: str) -> nn.Module | None:
-    """The encoder module `value` names, for observations of `observation_shape`; None for `"mlp"`.
+def build_encoder(
+    value: str | nn.Module | Mapping[str, str | nn.Module],
+    parts: tuple[ObservationPart, ...],
+    agent: str,
+    layer_norm: bool = False,
+) -> nn.Module | None:
+    """The encoder `value` names for observations kept as `parts`; None where every part is read flat.
 
-    Refuses an image encoder on observations that are not images, or smaller than its
-    kernels reach, naming the shape, at construction rather than deep inside tracing.
+    On a dict observation a name applies to each image (3-D) key and the other keys are read
+    flat; a dict names each key's encoder ("mlp" and keys left out: read flat). `layer_norm`
+    puts a LayerNorm before each of a named encoder's activations (the IMPALA ResNet's last
+    layer only: its residual stages are the paper's), for an agent that normalises every layer.
+    Refuses what cannot be read (an image encoder on vectors, a frame smaller than its kernels
+    reach, a key the observation lacks), naming the shape, at construction rather than deep
+    inside tracing.
     """
     if isinstance(value, nn.Module):
         return value
+    shapes = {part.key: part.shape for part in parts}
+    if None in shapes:
+        if isinstance(value, Mapping):
+            raise ValueError(
+                f"{agent}'s encoder is a dict, which names the encoders of a dict observation's keys, but this env's "
+                f"observations are one array of shape {shapes[None]}. Give one encoder, e.g. encoder='impala'."
+            )
+        return _named(value, shapes[None], agent, layer_norm)
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - set(shapes))
+        if unknown:
+            raise ValueError(
+                f"{agent}'s encoder names {unknown}, but this env's observations have the keys {sorted(shapes)}."
+            )
+        chosen = dict(value)
+    else:
+        chosen = {key: value for key, shape in shapes.items() if len(shape) == 3}
+        if not chosen and value != FLAT:
+            raise ValueError(
+                f"{agent}'s encoder={value!r} reads images, but none of this env's observation keys is an image: "
+                f"{shapes}. Use encoder='mlp'."
+            )
+    encoders = tuple(
+        (key, one if isinstance(one, nn.Module) else _named(one, shapes[key], f"{agent} (key {key!r})", layer_norm))
+        for key, one in sorted(chosen.items())
+    )
+    if all(module is None for _, module in encoders):
+        return None
+    return DictEncoder(tuple((key, shapes[key], dict(encoders).get(key)) for key in sorted(shapes)))
+
+
+def _named(value: str, shape: tuple[int, ...], agent: str, layer_norm: bool) -> nn.Module | None:
+    """The encoder called `value` for observations of `shape`, or the refusal that says why it cannot read them."""
     if value == FLAT:
         return None
     module, smallest = ENCODERS[value]
-    if len(observation_shape) != 3:
+    if len(shape) != 3:
         raise ValueError(
             f"{agent}'s encoder={value!r} reads images of shape (height, width, channels), but this env's "
-            f"observations have shape {observation_shape}. Use encoder='mlp' for vector observations."
+            f"observations have shape {shape}. Use encoder='mlp' for vector observations."
         )
-    height, width, _ = observation_shape
+    height, width, _ = shape
     if min(height, width) < smallest:
         fits = [name for name, (_, least) in ENCODERS.items() if min(height, width) >= least]
         raise ValueError(
             f"{agent}'s encoder={value!r} needs images of at least {smallest}x{smallest} pixels, but this env's "
             f"observations are {height}x{width}. Choose {' or '.join(map(repr, fits))} for images this small."
         )
-    return module()
+    return module(layer_norm=layer_norm)
+
+
+class DictEncoder(nn.Module):
+    """Each key of a dict observation through its own encoder (None: read flat), the features joined in key order.
+
+    `encoders` holds each key, the shape of one of its observations and its encoder.
+    """
+
+    encoders: tuple[tuple[str, tuple[int, ...], nn.Module | None], ...]
+
+    @nn.compact
+    def __call__(self, obs: Mapping[str, jax.Array]) -> jax.Array:
+        features = []
+        for key, shape, encoder in self.encoders:
+            x = obs[key]
+            if encoder is None:  # its values, after the leading axes
+                features.append(x.reshape(*x.shape[: x.ndim - len(shape)], -1))
+            else:
+                features.append(encoder(x))
+        return jnp.concatenate(features, axis=-1)
 
 
 class Encoded(nn.Module):
-    """`head(encoder(obs * scale), *args)`: an agent's network behind an encoder.
+    """`head(encoder(observation as floats), *args)`: an agent's network behind an encoder.
 
     The observation arrives as stored (uint8 for images kept small in replay) and becomes
-    float32 here, scaled by `scale` (1/255 for 8-bit pixels), so each network, target
-    networks included, reads the same numbers the env meant.
+    float32 here, each part times its scale (1/255 for 8-bit pixels), so each network, target
+    networks included, reads the numbers the env meant.
     """
 
     encoder: nn.Module
     head: nn.Module
-    scale: float = 1.0
+    parts: tuple[ObservationPart, ...]
 
     @nn.compact
-    def __call__(self, obs: jax.Array, *args: Any) -> Any:
-        x = jnp.asarray(obs, jnp.float32)
-        if self.scale != 1.0:
-            x = x * self.scale
-        return self.head(self.encoder(x), *args)
+    def __call__(self, obs: Any, *args: Any) -> Any:
+        def floats(x: jax.Array, part: ObservationPart) -> jax.Array:
+            x = jnp.asarray(x, jnp.float32)
+            return x * part.scale if part.scale != 1.0 else x
+
+        if isinstance(obs, Mapping):
+            obs = {part.key: floats(obs[part.key], part) for part in self.parts}
+        else:
+            obs = floats(obs, self.parts[0])
+        return self.head(self.encoder(obs), *args)
 
 
-def encoded(head: nn.Module, encoder: nn.Module | None, scale: float = 1.0) -> nn.Module:
+def encoded(head: nn.Module, encoder: nn.Module | None, parts: tuple[ObservationPart, ...] | None) -> nn.Module:
     """`head` itself without an encoder, else `head` behind it."""
-    return head if encoder is None else Encoded(encoder, head, scale)
+    return head if encoder is None else Encoded(encoder, head, parts)

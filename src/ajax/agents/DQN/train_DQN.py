@@ -55,7 +55,7 @@ def make_train(
             network_args.critic_architecture, env_args.action_dim, dueling=config.dueling, fan_in_uniform=True
         ),
         network_args.encoder,
-        network_args.observation_scale,
+        env_args.observation_parts,
     )
     buffer = ReplayBuffer(config.buffer_size, config.batch_size)
     # Epsilon falls linearly over the first `exploration_fraction` of the run's horizon.

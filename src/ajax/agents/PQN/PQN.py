@@ -22,6 +22,7 @@ class PQN(ActorCritic):
 
     name: ClassVar[str] = "PQN"
     continuous: ClassVar[bool | None] = False
+    encoder_layer_norm: ClassVar[bool] = True  # LayerNorm in every layer, the image encoder's too (the paper's)
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     make_train = staticmethod(make_train)
     networks: ClassVar[dict[str, tuple[str, str]]] = {"critic": ("learning_rate", "architecture")}

@@ -40,7 +40,7 @@ def make_train(
     q_network = encoded(
         DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim, layer_norm=True),
         network_args.encoder,
-        network_args.observation_scale,
+        env_args.observation_parts,
     )
     epsilon = linear(
         config.exploration_initial_eps,
