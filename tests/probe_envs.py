@@ -195,3 +195,32 @@ class FlippedLitSide(LitSide):
         return spaces.Dict(
             {"frame": spaces.Box(0, 255, (self.size, self.size, 1), jnp.uint8), "flip": spaces.Box(0.0, 1.0, (1,))}
         )
+
+
+class MaskedBestAction(environment.Environment):
+    """One step then a terminal, three actions paying 0, 1 and 10, the last forbidden.
+
+    The observation is a dict: {"x": [1.0], "action_mask": [True, True, False]}. An agent
+    that applies the mask earns 1 at best and never 10; one that ignored it would learn to
+    take the forbidden action.
+    """
+
+    @property
+    def default_params(self) -> ProbeParams:
+        return ProbeParams(max_steps_in_episode=1)
+
+    def observe(self) -> dict[str, jax.Array]:
+        return {"x": jnp.ones(1), "action_mask": jnp.array([True, True, False])}
+
+    def reset_env(self, key, params):
+        return self.observe(), ProbeState(time=0)
+
+    def step_env(self, key, state, action, params):
+        reward = jnp.array([0.0, 1.0, 10.0])[action]
+        return self.observe(), ProbeState(time=1), reward, jnp.asarray(True), {}
+
+    def action_space(self, params):
+        return spaces.Discrete(3)
+
+    def observation_space(self, params):
+        return spaces.Dict({"x": spaces.Box(-1.0, 1.0, (1,)), "action_mask": spaces.Box(0, 1, (3,), jnp.bool_)})

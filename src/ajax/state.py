@@ -94,6 +94,14 @@ class NormalizationConfig:
         return self.observations or self.rewards
 
 
+# The key of a dict observation that says which discrete actions are allowed (Jumanji's convention).
+ACTION_MASK = "action_mask"
+# What a forbidden action's logit or Q-value becomes: its probability exp(-1e9) is 0 and no
+# allowed value is below it, while 0 * MASKED stays 0 where a terminal's bootstrap is dropped
+# (an infinity would make that NaN, and the policy's entropy with it).
+MASKED = -1e9
+
+
 @dataclass(frozen=True)
 class ObservationPart:
     """One array of an observation as an agent with an image encoder keeps it.
@@ -139,6 +147,11 @@ class EnvironmentConfig:
         if self.observation_parts is None:
             return (self.observation_dim,)
         return unpacked({part.key: part.shape for part in self.observation_parts})
+
+    @property
+    def action_masked(self) -> bool:
+        """Whether observations carry an action mask the agent applies (their `ACTION_MASK` key)."""
+        return any(part.key == ACTION_MASK for part in self.observation_parts or ())
 
     def observation_zeros(self, *batch: int) -> jax.Array | dict[str, jax.Array]:
         """Zeros as observations are kept, after `batch` leading axes: what networks and buffers start from."""

@@ -23,7 +23,7 @@ from ajax.agents.loop import RunSettings
 from ajax.agents.updates_owed import check_gradient_steps
 from ajax.checks import is_count
 from ajax.devices import ONE_DEVICE, Placement
-from ajax.environments.create import check_action_space, kept_observations, prepare_env
+from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.pid_terms import PIDTerms
@@ -43,11 +43,11 @@ from ajax.hyperparameters import (
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import recording, write_rows
 from ajax.modules.pid_actor import PIDPolicy
-from ajax.networks.encoders import FLAT, build_encoder, check_encoder
+from ajax.networks.encoders import FLAT, build_encoder, check_encoder, flat_keys
 from ajax.networks.encoders import NAMES as ENCODER_NAMES
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
-from ajax.state import SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+from ajax.state import ACTION_MASK, SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 # The keywords every agent takes for its environment, its extensions and its memory.
 ENVIRONMENT = keywords(
@@ -166,8 +166,8 @@ def checked_seeds(seed: int | Sequence[int]) -> list[int]:
     return [int(value) for value in seeds]
 
 
-def _pid_agents() -> str:
-    """The agents that build a PID actor, by name, for a refusal to point at.
+def _agents_that(has: Callable[[type[ActorCritic]], bool]) -> str:
+    """The agents with a capability, by name, for a refusal to point at.
 
     Read from ActorCritic's loaded subclasses rather than the registry, which imports every
     agent and so sits above this module.
@@ -176,7 +176,7 @@ def _pid_agents() -> str:
     while pending:
         agent = pending.pop()
         pending.extend(agent.__subclasses__())
-        if agent.pid_actor_form is not None:
+        if has(agent):
             found.add(agent.name)
     return ", ".join(sorted(found))
 
@@ -291,6 +291,8 @@ class ActorCritic:
     # The PID actor an `actor_architecture=PIDPolicy(...)` builds ("deterministic", "squashed",
     # "gaussian": `ajax.modules.pid_actor.FORMS`); None: the agent refuses a PIDPolicy.
     pid_actor_form: ClassVar[str | None] = None
+    # Whether the agent applies the action mask some envs' dict observations carry (`ACTION_MASK`).
+    takes_action_masks: ClassVar[bool] = False
     # Whether a named image encoder normalises its layers as the agent's own do (PQN's LayerNorm).
     encoder_layer_norm: ClassVar[bool] = False
     # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
@@ -373,8 +375,11 @@ class ActorCritic:
                 f"{self.name} with memory= takes no extensions yet (got {names}): expert guidance and the other "
                 "extensions read feed-forward batches. Drop memory= or the extensions."
             )
-        if settings.get("encoder", FLAT) != FLAT:
-            self.network_args = self._behind_encoder(settings["encoder"], normalize_observations)
+        masked = has_action_mask(self.env_args)
+        if masked:
+            self._check_action_masks()
+        if settings.get("encoder", FLAT) != FLAT or masked:
+            self.network_args = self._behind_encoder(settings.get("encoder", FLAT), normalize_observations, masked)
         self._programs: dict[Any, Callable] = {}
 
     def _network_config(self, settings: Settings, memory: MemoryConfig | None, normalize: bool) -> NetworkConfig:
@@ -394,12 +399,15 @@ class ActorCritic:
             layers[role] = tuple(map(str, architecture))
         return NetworkConfig(layers.get("actor", ()), layers.get("critic", ()), memory=memory)
 
-    def _behind_encoder(self, encoder: Any, normalize_observations: bool) -> NetworkConfig:
-        """The networks' settings with `encoder` before them; observations keep the env's shape from here on."""
+    def _behind_encoder(self, encoder: Any, normalize_observations: bool, masked: bool) -> NetworkConfig:
+        """The networks' settings with `encoder` before them; observations keep the env's shape from
+        here on. Observations with an action mask are kept as they are even for encoder='mlp', so the
+        mask reaches the policy apart from what the networks read."""
+        what = "an action mask" if encoder == FLAT else "an image encoder"
         if self.network_args.memory is not None:
             raise ValueError(
-                f"{self.name} takes an image encoder or memory=, not both yet: the recurrent networks read flat "
-                "observations. Drop memory=, or use encoder='mlp'."
+                f"{self.name} with {what} takes no memory= yet: the recurrent networks read flat observations. "
+                "Drop memory=" + (", or use encoder='mlp'." if encoder != FLAT else ".")
             )
         if isinstance(self.env_args.env, PIDTerms):
             raise ValueError(
@@ -409,20 +417,36 @@ class ActorCritic:
         if self.extensions.extensions:
             names = ", ".join(type(extension).__name__ for extension in self.extensions.extensions)
             raise ValueError(
-                f"{self.name} with an image encoder takes no extensions yet (got {names}): the extensions read flat "
-                "observations. Drop the extensions, or use encoder='mlp'."
+                f"{self.name} with {what} takes no extensions yet (got {names}): the extensions read flat "
+                "observations. Drop the extensions" + (", or use encoder='mlp'." if encoder != FLAT else ".")
             )
         kept = kept_observations(self.env_args, normalized=normalize_observations)
         module = build_encoder(encoder, kept.observation_parts, self.name, self.encoder_layer_norm)
-        if module is None:  # every part read flat: the default's flat vector
+        if module is None and not masked:  # every part read flat: the default's flat vector
             return self.network_args
         if normalize_observations and isinstance(kept.observation_shape, dict):
             raise ValueError(
-                f"{self.name} normalises one observation array; with a dict observation behind an encoder, drop "
-                "normalize_observations=True or use encoder='mlp' (the keys read as one flat vector)."
+                f"{self.name} normalises one observation array; with a dict observation behind {what}, drop "
+                "normalize_observations=True"
+                + (" or use encoder='mlp' (the keys read as one flat vector)." if not masked else ".")
             )
         self.env_args = kept
-        return dataclasses.replace(self.network_args, encoder=module)
+        return dataclasses.replace(self.network_args, encoder=module or flat_keys(kept.observation_parts))
+
+    def _check_action_masks(self) -> None:
+        """Refuse an env whose observations carry an action mask where this agent would not apply it."""
+        if self.continuous is not False and self.env_args.continuous:
+            raise ValueError(
+                f"{self.env_args.env.name}'s observations carry an {ACTION_MASK!r}, but its actions are continuous: "
+                "a mask says which discrete actions are allowed. Drop the key from the observation."
+            )
+        if not self.takes_action_masks:
+            takers = _agents_that(lambda agent: agent.takes_action_masks)
+            raise ValueError(
+                f"{self.env_args.env.name}'s observations carry an {ACTION_MASK!r}, which {self.name} does not apply "
+                f"yet: it would take the actions the mask forbids. {takers} apply it; use one of them, or drop the "
+                "key from the observation."
+            )
 
     def _with_pid_terms(self, policy: PIDPolicy, memory: Any, normalize_observations: bool) -> EnvironmentConfig:
         """The env config with `PIDTerms` around the env, after refusing what a PID actor cannot be.
@@ -432,8 +456,9 @@ class ActorCritic:
         """
         form = self.pid_actor_form
         if form is None:
+            builders = _agents_that(lambda agent: agent.pid_actor_form is not None)
             raise ValueError(
-                f"{self.name} takes no PIDPolicy: it builds no PID actor. {_pid_agents()} do; use one of them, or "
+                f"{self.name} takes no PIDPolicy: it builds no PID actor. {builders} do; use one of them, or "
                 f"give {self.name} its architecture as layer strings, e.g. ('64', 'relu')."
             )
         if not self.env_args.continuous:

@@ -28,8 +28,7 @@ from ajax.environments.ids import (
     missing_package_message,
     unknown_env_message,
 )
-from ajax.environments.utils import ACTION_MASK
-from ajax.state import EnvironmentConfig, ObservationPart
+from ajax.state import ACTION_MASK, EnvironmentConfig, ObservationPart
 from ajax.wrappers import Wrapper
 
 
@@ -267,6 +266,12 @@ def check_action_space(env_args: EnvironmentConfig, agent: str, *, continuous: b
     )
 
 
+def has_action_mask(env_args: EnvironmentConfig) -> bool:
+    """Whether the env's observations are dicts that carry an `ACTION_MASK`."""
+    space = env_args.env.observation_space(env_args.env_params)
+    return isinstance(space, spaces.Dict) and ACTION_MASK in space.spaces
+
+
 def declared_shape(space: Any) -> tuple[int, ...] | dict[str, tuple[int, ...]]:
     """The shape of one observation `space` declares: a Dict space's by key."""
     if isinstance(space, spaces.Dict):
@@ -275,20 +280,15 @@ def declared_shape(space: Any) -> tuple[int, ...] | dict[str, tuple[int, ...]]:
 
 
 def flat_size(space: Any) -> int:
-    """How many numbers one observation of `space` flattens to (a Dict's arrays together)."""
-    if isinstance(space, spaces.Dict):
-        if ACTION_MASK in space.spaces:
-            raise ValueError(
-                f"This env's observations carry an {ACTION_MASK!r}: Ajax does not apply action masks yet, and an "
-                "agent reading the mask as one more input would still take the actions it forbids. Drop the key "
-                "from the observation (a wrapper), or use an env without one."
-            )
-        return sum(flat_size(part) for part in space.spaces.values())
+    """How many numbers one observation of `space` flattens to (a Dict's arrays together, its action mask apart)."""
+    if isinstance(space, spaces.Dict):  # an action mask is applied, not read
+        return sum(flat_size(part) for key, part in space.spaces.items() if key != ACTION_MASK)
     return int(math.prod(space.shape)) if space.shape else 1
 
 
 def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> EnvironmentConfig:
-    """`env_args` with each array of the observation kept in its own shape, for an image encoder.
+    """`env_args` with each array of the observation kept in its own shape, for an image encoder
+    or an action mask (kept as booleans).
 
     8-bit and boolean images, and MinAtar's boards (float32 channels of 0 and 1 in gymnax),
     are stored as uint8: exact, and a quarter of float32's replay memory. 8-bit pixels are read
@@ -299,6 +299,8 @@ def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> Envir
     binary = "MinAtar" in str(getattr(env, "name", ""))
 
     def part(key: str | None, array: jax.ShapeDtypeStruct) -> ObservationPart:
+        if key == ACTION_MASK:
+            return ObservationPart(key, tuple(int(n) for n in array.shape), "bool")
         dtype = jnp.dtype(array.dtype)
         eight_bit = dtype in (jnp.dtype(jnp.uint8), jnp.dtype(jnp.bool_)) or binary
         stored = "uint8" if eight_bit and not normalized else "float32"

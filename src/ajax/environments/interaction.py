@@ -16,9 +16,15 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.environments.obs_norm import init_normalizer, observe_reset, observe_step, raw_observation
-from ajax.environments.utils import ExpertInAgentUnits, stored_observation, to_env_action, uniform_action
+from ajax.environments.utils import (
+    ExpertInAgentUnits,
+    allowed_uniformly,
+    stored_observation,
+    to_env_action,
+    uniform_action,
+)
 from ajax.schedule import Schedule, at
-from ajax.state import ENV_AXIS, BaseAgentState, CollectorState, EnvironmentConfig
+from ajax.state import ENV_AXIS, MASKED, BaseAgentState, CollectorState, EnvironmentConfig
 
 
 @struct.dataclass
@@ -167,7 +173,7 @@ def explore_pipeline(
         def uniform(key: jax.Array) -> jax.Array:
             if expert is not None and not expert.stateful:
                 return expert(raw_observation(state.collector_state.normalizer, obs))
-            return uniform_action(key, env_args, env_args.n_envs)
+            return uniform_action(key, env_args, env_args.n_envs, obs)
 
         if warmup is None:
             return from_policy(key), ()
@@ -182,13 +188,20 @@ def sample_policy(pi: Any, key: jax.Array, step: jax.Array) -> jax.Array:
     return pi.sample(seed=key)
 
 
-def epsilon_greedy(epsilon: Schedule) -> Explore:
-    """With probability epsilon(step) a uniform action, else the greedy one. `pi` is Q-values."""
+def epsilon_greedy(epsilon: Schedule, masked: bool = False) -> Explore:
+    """With probability epsilon(step) a uniform action, else the greedy one. `pi` is Q-values.
+
+    `masked`: the Q-values of forbidden actions are `MASKED`, and the uniform action is drawn
+    among the others.
+    """
 
     def explore(q_values: jax.Array, key: jax.Array, step: jax.Array) -> jax.Array:
         coin_key, action_key = jax.random.split(key)
         greedy = jnp.argmax(q_values, axis=-1)
-        random = jax.random.randint(action_key, greedy.shape, 0, q_values.shape[-1])
+        if masked:
+            random = allowed_uniformly(action_key, q_values > MASKED / 2)
+        else:
+            random = jax.random.randint(action_key, greedy.shape, 0, q_values.shape[-1])
         explore_now = jax.random.uniform(coin_key, greedy.shape) < at(epsilon, step)
         return jnp.where(explore_now, random, greedy)
 

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.state import EnvironmentConfig, ObservationPart, unpacked
+from ajax.state import ACTION_MASK, EnvironmentConfig, ObservationPart, unpacked
 
 
 def agent_action_to_env(action: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
@@ -45,24 +45,28 @@ def to_env_action(action: jax.Array, env_args: EnvironmentConfig) -> jax.Array:
     return agent_action_to_env(action, *action_bounds(env_args))
 
 
-def uniform_action(key: jax.Array, env_args: EnvironmentConfig, n: int) -> jax.Array:
-    """`n` actions drawn uniformly over the agent's action space (warm-up)."""
+def uniform_action(key: jax.Array, env_args: EnvironmentConfig, n: int, obs: Any = None) -> jax.Array:
+    """`n` actions drawn uniformly over the agent's action space (warm-up), over the actions
+    each observation's mask allows where observations carry one."""
     if env_args.continuous:
         return jax.random.uniform(key, (n, env_args.action_dim), minval=-1.0, maxval=1.0)
+    if env_args.action_masked:
+        return allowed_uniformly(key, obs[ACTION_MASK])
     return jax.random.randint(key, (n,), 0, env_args.action_dim)
 
 
-# The key of a dict observation that says which discrete actions are allowed (Jumanji's convention).
-ACTION_MASK = "action_mask"
+def allowed_uniformly(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """One action per row of `mask` (..., n_actions), uniform over those it allows."""
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
 
 
 def flatten_observation(obs: Any, batch_dims: int = 1) -> jax.Array:
     """One flat float32 vector per observation: what an agent without an image encoder reads.
 
     A dict observation's arrays are flattened and joined in the order of their keys (sorted,
-    as JAX orders a dict's leaves).
+    as JAX orders a dict's leaves); an action mask is not an input.
     """
-    parts = [obs[key] for key in sorted(obs)] if isinstance(obs, Mapping) else [obs]
+    parts = [obs[key] for key in sorted(obs) if key != ACTION_MASK] if isinstance(obs, Mapping) else [obs]
     flat = [jnp.asarray(part).reshape(*part.shape[:batch_dims], -1).astype(jnp.float32) for part in parts]
     return flat[0] if len(flat) == 1 else jnp.concatenate(flat, axis=-1)
 

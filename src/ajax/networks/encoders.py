@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import distrax
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ajax.state import ObservationPart
+from ajax.state import ACTION_MASK, MASKED, ObservationPart
 
 FLAT = "mlp"
 
@@ -144,7 +145,7 @@ def build_encoder(
     """
     if isinstance(value, nn.Module):
         return value
-    shapes = {part.key: part.shape for part in parts}
+    shapes = {part.key: part.shape for part in parts if part.key != ACTION_MASK}  # a mask is applied, not read
     if None in shapes:
         if isinstance(value, Mapping):
             raise ValueError(
@@ -240,6 +241,33 @@ class Encoded(nn.Module):
         return self.head(self.encoder(obs), *args)
 
 
-def encoded(head: nn.Module, encoder: nn.Module | None, parts: tuple[ObservationPart, ...] | None) -> nn.Module:
-    """`head` itself without an encoder, else `head` behind it."""
-    return head if encoder is None else Encoded(encoder, head, parts)
+def flat_keys(parts: tuple[ObservationPart, ...]) -> DictEncoder:
+    """The encoder that reads every key of a dict observation flat, as the default's one vector does."""
+    return DictEncoder(tuple((part.key, part.shape, None) for part in parts if part.key != ACTION_MASK))
+
+
+class ActionMasked(nn.Module):
+    """`head`'s logits or Q-values with the actions the observation's mask forbids at `MASKED`.
+
+    Acting, exploring, bootstrapping (a target maximises over the allowed actions of the next
+    observation) and evaluating all read the network, so none of them can pick a forbidden action.
+    """
+
+    head: nn.Module
+
+    @nn.compact
+    def __call__(self, obs: Mapping[str, jax.Array], *args: Any) -> Any:
+        out = self.head(obs, *args)
+        mask = obs[ACTION_MASK]
+        if isinstance(out, distrax.Categorical):
+            return distrax.Categorical(logits=jnp.where(mask, out.logits, MASKED))
+        return jnp.where(mask, out, MASKED)
+
+
+def encoded(
+    head: nn.Module, encoder: nn.Module | None, parts: tuple[ObservationPart, ...] | None, masked: bool = False
+) -> nn.Module:
+    """`head` itself without an encoder, else `head` behind it; `masked` (a policy's or a Q-function's
+    head on observations with an action mask) also applies the mask to its outputs."""
+    network = head if encoder is None else Encoded(encoder, head, parts)
+    return ActionMasked(network) if masked else network

@@ -56,6 +56,7 @@ def make_train(
         ),
         network_args.encoder,
         env_args.observation_parts,
+        masked=env_args.action_masked,
     )
     buffer = ReplayBuffer(config.buffer_size, config.batch_size)
     # Epsilon falls linearly over the first `exploration_fraction` of the run's horizon.
@@ -126,7 +127,7 @@ def make_train(
         return state.replace(critic_state=critic_state), aux
 
     pipeline = explore_pipeline(
-        epsilon_greedy(epsilon),
+        epsilon_greedy(epsilon, env_args.action_masked),
         q_values,
         env_args,
         warmup=lambda state: state.collector_state.timestep < config.learning_starts,

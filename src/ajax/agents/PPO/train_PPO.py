@@ -116,8 +116,8 @@ def make_networks(
         actor = CategoricalActor(actor_layers, env_args.action_dim, **hidden, **actor_head)
     critic = ValueCritic(() if memory is not None else network_args.critic_architecture, **hidden, **critic_head)
     if memory is None:
-        parts = env_args.observation_parts
-        return encoded(actor, network_args.encoder, parts), encoded(critic, network_args.encoder, parts)
+        parts, masked = env_args.observation_parts, env_args.action_masked
+        return encoded(actor, network_args.encoder, parts, masked), encoded(critic, network_args.encoder, parts)
     hidden_init = initializers.encoder_kernel_init or orthogonal(np.sqrt(2))
     return (
         Recurrent(network_args.actor_architecture, memory, actor, hidden_init),

@@ -41,6 +41,7 @@ def make_train(
         DiscreteQNetwork(network_args.critic_architecture, env_args.action_dim, layer_norm=True),
         network_args.encoder,
         env_args.observation_parts,
+        masked=env_args.action_masked,
     )
     epsilon = linear(
         config.exploration_initial_eps,
@@ -99,4 +100,9 @@ def make_train(
         return state.replace(critic_state=critic_state), aux
 
     loop = TrainLoop.create(env_args, run, extensions, greedy_q_evaluation(q_values, config.gamma))
-    return loop.on_policy(init, update, config.n_steps, explore_pipeline(epsilon_greedy(epsilon), q_values, env_args))
+    return loop.on_policy(
+        init,
+        update,
+        config.n_steps,
+        explore_pipeline(epsilon_greedy(epsilon, env_args.action_masked), q_values, env_args),
+    )

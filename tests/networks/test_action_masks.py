@@ -1,0 +1,96 @@
+"""Action masks: a dict observation's "action_mask" forbids actions in acting, exploring,
+bootstrapping and evaluating, for the agents that apply one (PPO, APO, DQN, PQN)."""
+
+import distrax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ajax import DQN, PPO, PQN, SAC, UDRL
+from ajax.environments.interaction import epsilon_greedy
+from ajax.logging.wandb_logging import LoggingConfig
+from ajax.networks.encoders import ActionMasked
+from ajax.state import MASKED
+from tests.probe_envs import MaskedBestAction
+
+MASK = jnp.array([[True, True, False], [False, True, True]])
+
+
+class Constant(nn.Module):
+    """A head that hands back fixed outputs, whatever it reads."""
+
+    logits: bool = False
+
+    def __call__(self, obs):
+        values = jnp.array([[5.0, 1.0, 9.0], [5.0, 1.0, 9.0]])
+        return distrax.Categorical(logits=values) if self.logits else values
+
+
+def test_a_masked_q_function_maximises_over_the_allowed_actions_only():
+    q = ActionMasked(Constant()).apply({}, {"action_mask": MASK})
+    np.testing.assert_array_equal(q, [[5.0, 1.0, MASKED], [MASKED, 1.0, 9.0]])
+    # What a target bootstraps from, and what a greedy policy takes.
+    np.testing.assert_array_equal(q.max(axis=-1), [5.0, 9.0])
+    np.testing.assert_array_equal(q.argmax(axis=-1), [0, 2])
+
+
+def test_a_masked_policy_gives_forbidden_actions_no_probability_and_a_finite_entropy():
+    policy = ActionMasked(Constant(logits=True)).apply({}, {"action_mask": MASK})
+    probs = policy.probs
+    assert probs[0, 2] == 0.0 and probs[1, 0] == 0.0
+    np.testing.assert_allclose(probs.sum(axis=-1), 1.0, rtol=1e-6)
+    assert np.isfinite(policy.entropy()).all()
+    samples = policy.sample(seed=jax.random.PRNGKey(0), sample_shape=(1000,))
+    assert not (samples[:, 0] == 2).any() and not (samples[:, 1] == 0).any()
+
+
+def test_epsilon_greedy_explores_among_the_allowed_actions_only():
+    q = jnp.where(MASK, 0.0, MASKED)
+    explore = epsilon_greedy(1.0, masked=True)  # every action a random one
+    actions = jax.vmap(lambda key: explore(q, key, 0))(jax.random.split(jax.random.PRNGKey(0), 500))
+    assert set(np.unique(actions[:, 0])) == {0, 1} and set(np.unique(actions[:, 1])) == {1, 2}
+
+
+@pytest.mark.parametrize(
+    ("agent", "settings"),
+    [
+        (DQN, {"learning_starts": 256, "buffer_size": 2_000, "batch_size": 32}),
+        (PQN, {"n_envs": 4, "n_steps": 16, "n_minibatches": 2}),
+        (PPO, {"n_envs": 4, "n_steps": 32, "batch_size": 64}),
+    ],
+    ids=["DQN", "PQN", "PPO"],
+)
+def test_the_forbidden_action_is_never_taken_though_it_would_pay_the_most(agent, settings):
+    trained = agent(MaskedBestAction(), **settings)
+    state, evaluations = trained.train(
+        seed=[0, 1], n_timesteps=3_072, logging_config=LoggingConfig(log_frequency=512), num_episode_test=10
+    )
+    # Every training episode (one step) paid 0 or 1, never the forbidden 10, from warm-up to the end.
+    paid = np.asarray(evaluations["Train/episodic mean reward"])
+    assert np.nanmax(paid) <= 1.0, paid
+    # The greedy policy learned the best allowed action.
+    np.testing.assert_allclose(evaluations["Eval/episodic mean reward"][:, -1], 1.0)
+    if agent is DQN:  # and the replay holds no forbidden action
+        stored = np.asarray(state.collector_state.buffer_state.experience.action)
+        assert set(np.unique(stored)) == {0, 1}
+
+
+def test_an_agent_that_does_not_apply_masks_refuses_an_env_that_has_one():
+    with pytest.raises(ValueError, match=r"'action_mask', which UDRL does not apply yet.*APO, DQN, PPO, PQN apply it"):
+        UDRL(MaskedBestAction())
+
+
+def test_a_mask_on_continuous_actions_is_refused():
+    class Continuous(MaskedBestAction):
+        def action_space(self, params):
+            from gymnax.environments import spaces
+
+            return spaces.Box(-1.0, 1.0, (1,))
+
+        def step_env(self, key, state, action, params):
+            return self.observe(), state, jnp.asarray(0.0), jnp.asarray(True), {}
+
+    with pytest.raises(ValueError, match="its actions are continuous"):
+        SAC(Continuous())
