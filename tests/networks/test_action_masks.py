@@ -1,5 +1,5 @@
 """Action masks: a dict observation's "action_mask" forbids actions in acting, exploring,
-bootstrapping and evaluating, for the agents that apply one (PPO, APO, DQN, PQN)."""
+bootstrapping and evaluating, for the agents that apply one (PPO, APO, DQN, PQN, DAgger)."""
 
 import distrax
 import flax.linen as nn
@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import DQN, PPO, PQN, SAC, UDRL
+from ajax import DQN, PPO, PQN, SAC, UDRL, DAgger
 from ajax.environments.interaction import epsilon_greedy
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import ActionMasked
@@ -53,14 +53,20 @@ def test_epsilon_greedy_explores_among_the_allowed_actions_only():
     assert set(np.unique(actions[:, 0])) == {0, 1} and set(np.unique(actions[:, 1])) == {1, 2}
 
 
+def allowed_best(obs):
+    """DAgger's expert on MaskedBestAction: the best action the mask allows, action 1."""
+    return jnp.ones(obs["x"].shape[0], jnp.int32)
+
+
 @pytest.mark.parametrize(
     ("agent", "settings"),
     [
         (DQN, {"learning_starts": 256, "buffer_size": 2_000, "batch_size": 32}),
         (PQN, {"n_envs": 4, "n_steps": 16, "n_minibatches": 2}),
         (PPO, {"n_envs": 4, "n_steps": 32, "batch_size": 64}),
+        (DAgger, {"expert_policy": allowed_best, "n_steps": 32, "n_gradient_steps": 8, "batch_size": 32}),
     ],
-    ids=["DQN", "PQN", "PPO"],
+    ids=["DQN", "PQN", "PPO", "DAgger"],
 )
 def test_the_forbidden_action_is_never_taken_though_it_would_pay_the_most(agent, settings):
     trained = agent(MaskedBestAction(), **settings)
@@ -78,7 +84,9 @@ def test_the_forbidden_action_is_never_taken_though_it_would_pay_the_most(agent,
 
 
 def test_an_agent_that_does_not_apply_masks_refuses_an_env_that_has_one():
-    with pytest.raises(ValueError, match=r"'action_mask', which UDRL does not apply yet.*APO, DQN, PPO, PQN apply it"):
+    with pytest.raises(
+        ValueError, match=r"'action_mask', which UDRL does not apply yet.*APO, DAgger, DQN, PPO, PQN apply it"
+    ):
         UDRL(MaskedBestAction())
 
 

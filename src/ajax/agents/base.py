@@ -69,7 +69,7 @@ ENCODER = keywords(
     encoder=Hyperparameter(
         FLAT,
         check_encoder,
-        ", ".join(map(repr, ENCODER_NAMES)) + ", or a flax module",
+        ", ".join(map(repr, ENCODER_NAMES)) + ", a flax module, or a dict of those by observation key",
         doc="what reads each observation first: 'mlp' (a flat vector) or an image encoder (docs/observations.md)",
     )
 )
@@ -435,7 +435,7 @@ class ActorCritic:
 
     def _check_action_masks(self) -> None:
         """Refuse an env whose observations carry an action mask where this agent would not apply it."""
-        if self.continuous is not False and self.env_args.continuous:
+        if self.env_args.continuous:
             raise ValueError(
                 f"{self.env_args.env.name}'s observations carry an {ACTION_MASK!r}, but its actions are continuous: "
                 "a mask says which discrete actions are allowed. Drop the key from the observation."

@@ -155,7 +155,12 @@ class ExpertInAgentUnits:
 def _expert_answer(expert: Callable[..., Any], obs: jax.Array) -> jax.Array:
     """The expert's actions, env units, for a batch of raw observations (a stateful one from its start)."""
     in_env_units = ExpertInAgentUnits(expert)  # no box given: its answers pass through unconverted
-    return in_env_units.act(obs, in_env_units.init_state(obs.shape[0]))[0]
+    return in_env_units.act(obs, in_env_units.init_state(batch_size(obs)))[0]
+
+
+def batch_size(obs: Any) -> int:
+    """How many observations a batch holds: a dict observation's arrays share their leading axis."""
+    return jax.tree.leaves(obs)[0].shape[0]
 
 
 def check_expert_answer(expert: Callable[..., Any], env_args: EnvironmentConfig, batch: int = 4) -> None:
@@ -175,7 +180,8 @@ def check_expert_answer(expert: Callable[..., Any], env_args: EnvironmentConfig,
         answer = jax.eval_shape(lambda obs: _expert_answer(expert, obs), observations)
     except Exception as error:
         raise TypeError(
-            f"The expert {name} failed on a batch of observations of shape {observations.shape} "
+            f"The expert {name} failed on a batch of observations of shape "
+            f"{jax.tree.map(lambda x: x.shape, observations)} "
             f"({type(error).__name__}: {error}). An expert maps a batch of raw observations to a batch of actions."
         ) from error
     if not isinstance(answer, jax.ShapeDtypeStruct):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import ENVIRONMENT, ActorCritic, field_names, one_network
+from ajax.agents.base import ENCODER, ENVIRONMENT, ActorCritic, field_names, one_network
 from ajax.agents.DAgger.state import DAggerConfig, Labelled
 from ajax.agents.DAgger.train_DAgger import make_train
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
@@ -23,6 +23,7 @@ class DAgger(ActorCritic):
     """
 
     name: ClassVar[str] = "DAgger"
+    takes_action_masks: ClassVar[bool] = True  # a dict observation's action mask (docs/observations.md)
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Labelled)  # the aggregated dataset's rows
@@ -46,6 +47,7 @@ class DAgger(ActorCritic):
             ),
         )
         | ENVIRONMENT.with_defaults(n_envs=4)
+        | ENCODER
     )
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:

@@ -39,9 +39,11 @@ from ajax.agents.DAgger.state import DAggerConfig, DAggerState, Labelled
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step
 from ajax.buffers.replay import item_buffer
 from ajax.environments.interaction import ActionPipeline, Transition, init_collector
+from ajax.environments.utils import batch_size
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import CategoricalActor, DeterministicActor
+from ajax.networks.encoders import encoded
 from ajax.networks.optim import new_train_state
 from ajax.perf_utils import final_aux_scan
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
@@ -87,7 +89,7 @@ class AggregateDataset:
 
     def init(self, env_args: EnvironmentConfig) -> Any:
         label = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)
-        return self._buffer.init(Labelled(obs=jnp.zeros((env_args.observation_dim,), jnp.float32), label=label))
+        return self._buffer.init(Labelled(obs=env_args.observation_zeros(), label=label))
 
     def add(self, dataset: Any, rows: Labelled) -> Any:
         return self._buffer.add(dataset, rows)
@@ -108,18 +110,17 @@ def make_train(
     config = agent_config
     continuous = env_args.continuous
     if continuous:
-        learner = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
+        head = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
     else:
-        learner = CategoricalActor(network_args.actor_architecture, env_args.action_dim)
+        head = CategoricalActor(network_args.actor_architecture, env_args.action_dim)
+    learner = encoded(head, network_args.encoder, env_args.observation_parts, env_args.action_masked)
     dataset = AggregateDataset(config.buffer_size, config.batch_size)
 
     def init(key: jax.Array) -> DAggerState:
         rng, actor_key, env_key, eval_key = jax.random.split(key, 4)
         return DAggerState(
             rng=rng,
-            actor_state=new_train_state(
-                learner, actor_key, actor_optimizer_args, jnp.zeros((1, env_args.observation_dim))
-            ),
+            actor_state=new_train_state(learner, actor_key, actor_optimizer_args, env_args.observation_zeros(1)),
             critic_state=None,
             collector_state=init_collector(env_key, env_args),
             eval_rng=eval_key,
@@ -170,7 +171,7 @@ def make_train(
 
     def greedy(state: DAggerState, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
         if continuous:
-            return learner_action(state.actor_state.params, obs), jnp.zeros(obs.shape[0])
+            return learner_action(state.actor_state.params, obs), jnp.zeros(batch_size(obs))
         pi = learner.apply(state.actor_state.params, obs)
         return jnp.argmax(pi.logits, axis=-1), pi.entropy()
 
