@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gymnax
 import jax
 import jax.numpy as jnp
 from flax import struct
 from gymnax.environments import environment, spaces
+
+from ajax.wrappers import Wrapper
 
 
 @struct.dataclass
@@ -224,3 +227,28 @@ class MaskedBestAction(environment.Environment):
 
     def observation_space(self, params):
         return spaces.Dict({"x": spaces.Box(-1.0, 1.0, (1,)), "action_mask": spaces.Box(0, 1, (3,), jnp.bool_)})
+
+
+class DictPendulum(Wrapper):
+    """Pendulum-v1 observing a dict: {"angle": [cos, sin], "velocity": [theta_dot]}."""
+
+    def __init__(self):
+        super().__init__(gymnax.make("Pendulum-v1")[0])
+
+    @staticmethod
+    def split(obs: jax.Array) -> dict[str, jax.Array]:
+        return {"angle": obs[..., :2], "velocity": obs[..., 2:]}
+
+    def reset_env(self, key, params):
+        obs, state = self.env.reset_env(key, params)
+        return self.split(obs), state
+
+    def step_env(self, key, state, action, params):
+        obs, *rest = self.env.step_env(key, state, action, params)
+        return (self.split(obs), *rest)
+
+    def observation_space(self, params):
+        inner = self.env.observation_space(params)
+        return spaces.Dict(
+            {"angle": spaces.Box(-1.0, 1.0, (2,)), "velocity": spaces.Box(-inner.high[2], inner.high[2], (1,))}
+        )

@@ -11,14 +11,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import DQN, PPO, PQN
+from ajax import APG, DQN, PPO, PQN, SAC
 from ajax.buffers import ReplayBuffer
 from ajax.environments.utils import flatten_observation
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import Encoded, ImpalaCNN, MinAtarCNN, NatureCNN, build_encoder
 from ajax.networks.memory import MemoryConfig
 from ajax.state import ObservationPart
-from tests.probe_envs import FlippedLitSide, LitSide
+from tests.probe_envs import DictPendulum, FlippedLitSide, LitSide
 
 
 def kernel_shapes(module, shape):
@@ -175,3 +175,15 @@ def test_pqn_learns_from_a_dict_observation_through_its_image_key_and_its_vector
     )
     returns = evaluations["Eval/episodic mean reward"][:, -1]
     assert (returns >= 0.9).all(), returns
+
+
+def test_a_continuous_agent_reads_a_dict_observation_flat():
+    agent = SAC(DictPendulum(), learning_starts=64, batch_size=16, buffer_size=256)
+    state, _ = agent.train(seed=0, n_timesteps=128)
+    # "angle" (cos, sin) then "velocity": the flat vector Pendulum's own observation is.
+    assert agent.env_args.observation_dim == 3 and state.collector_state.last_obs.shape == (1, 1, 3)
+
+
+def test_apg_refuses_a_dict_observation_it_cannot_differentiate_through():
+    with pytest.raises(ValueError, match="observations are a dict. Join them into one array"):
+        APG(DictPendulum())

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
+from gymnax.environments import spaces
+
 from ajax.agents.APG.state import APGConfig
 from ajax.agents.APG.train_APG import VisitedStates, make_train
 from ajax.agents.base import ARCHITECTURE, ENVIRONMENT, ActorCritic, field_names, gradient_clip
@@ -88,6 +90,11 @@ class APG(ActorCritic):
     def __init__(self, env_id: str | Any, **settings: Any) -> None:
         super().__init__(env_id, **settings)
         s = self.settings
+        if isinstance(self.env_args.env.observation_space(self.env_args.env_params), spaces.Dict):
+            raise ValueError(
+                "APG back-propagates through its rollouts with the env's observation as one array, and this env's "
+                "observations are a dict. Join them into one array in a wrapper to train APG on it."
+            )
         if s.lr_schedule is not None and callable(s.actor_learning_rate):
             raise ValueError(
                 f"lr_schedule={s.lr_schedule!r} schedules actor_learning_rate from its peak: give the peak as a "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import ENVIRONMENT, ActorCritic, field_names, one_network
+from ajax.agents.base import ENCODER, ENVIRONMENT, ActorCritic, field_names, one_network
 from ajax.agents.UDRL.state import UDRLConfig
 from ajax.agents.UDRL.train_UDRL import RelabelledBatch, make_train
 from ajax.extensions import LOOP_PHASES
@@ -24,6 +24,7 @@ class UDRL(ActorCritic):
     """
 
     name: ClassVar[str] = "UDRL"
+    takes_action_masks: ClassVar[bool] = True  # a dict observation's action mask (docs/observations.md)
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(RelabelledBatch)
@@ -42,6 +43,7 @@ class UDRL(ActorCritic):
             horizon_scale=number(0.02, sweep=True, doc="brings the desired horizon to the network's input range"),
         )
         | ENVIRONMENT.with_defaults(n_envs=2)
+        | ENCODER
     )
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:

@@ -34,7 +34,7 @@ def empty_episodes(env_args: EnvironmentConfig, buffer_size: int) -> EpisodeBuff
     steps = env_args.max_episode_steps
     action_shape = (env_args.action_dim,) if env_args.continuous else ()
     return EpisodeBuffer(
-        obs=jnp.zeros((buffer_size, steps, env_args.observation_dim), jnp.float32),
+        obs=env_args.observation_zeros(buffer_size, steps),
         action=jnp.zeros((buffer_size, steps, *action_shape), jnp.float32 if env_args.continuous else jnp.int32),
         return_before=jnp.zeros((buffer_size, steps), jnp.float32),
         length=jnp.zeros((buffer_size,), jnp.int32),
@@ -68,7 +68,7 @@ def write_segment(buffer: EpisodeBuffer, segment: SegmentStep) -> EpisodeBuffer:
     finished = jnp.where(kept & segment.done, slot(segment.episode), n_slots)
     filling = slot(buffer.episode)  # each env's current episode
     return buffer.replace(
-        obs=buffer.obs.at[into, segment.step].set(segment.obs, mode="drop"),
+        obs=jax.tree.map(lambda kept, new: kept.at[into, segment.step].set(new, mode="drop"), buffer.obs, segment.obs),
         action=buffer.action.at[into, segment.step].set(segment.action, mode="drop"),
         return_before=buffer.return_before.at[into, segment.step].set(segment.return_before, mode="drop"),
         length=buffer.length.at[finished].set(segment.step + 1, mode="drop").at[filling].set(0),
@@ -86,4 +86,4 @@ def sample_relabelled(buffer: EpisodeBuffer, key: jax.Array, batch_size: int) ->
     length = buffer.length[slot]
     t1 = jax.random.randint(step_key, (batch_size,), 0, length)
     command = hindsight_command(buffer.episode_return[slot], buffer.return_before[slot, t1], length, t1)
-    return buffer.obs[slot, t1], command, buffer.action[slot, t1]
+    return jax.tree.map(lambda kept: kept[slot, t1], buffer.obs), command, buffer.action[slot, t1]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import distrax
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from flax import struct
@@ -46,6 +47,7 @@ from ajax.agents.UDRL.state import CommandStatistics, UDRLConfig, UDRLState
 from ajax.environments.interaction import collect_experience, init_collector
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
+from ajax.networks.encoders import encoded
 from ajax.networks.optim import new_train_state
 from ajax.perf_utils import final_aux_scan
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
@@ -95,7 +97,12 @@ def make_train(
 ):
     config = agent_config
     n_envs = env_args.n_envs
-    network = CommandConditionedPolicy(network_args.actor_architecture, env_args.action_dim, env_args.continuous)
+    network = encoded(
+        CommandConditionedPolicy(network_args.actor_architecture, env_args.action_dim, env_args.continuous),
+        network_args.encoder,
+        env_args.observation_parts,
+        env_args.action_masked,
+    )
 
     def init(key: jax.Array) -> UDRLState:
         return initial_state(key, network, actor_optimizer_args, env_args, config)
@@ -167,7 +174,7 @@ def make_train(
 
 def initial_state(
     key: jax.Array,
-    network: CommandConditionedPolicy,
+    network: nn.Module,
     actor_optimizer_args: OptimizerConfig,
     env_args: EnvironmentConfig,
     config: UDRLConfig,
@@ -179,7 +186,7 @@ def initial_state(
     return UDRLState(
         rng=rng,
         actor_state=new_train_state(
-            network, actor_key, actor_optimizer_args, jnp.zeros((1, env_args.observation_dim)), jnp.zeros((1, 2))
+            network, actor_key, actor_optimizer_args, env_args.observation_zeros(1), jnp.zeros((1, 2))
         ),
         critic_state=None,
         collector_state=init_collector(env_key, env_args),
