@@ -252,3 +252,17 @@ class DictPendulum(Wrapper):
         return spaces.Dict(
             {"angle": spaces.Box(-1.0, 1.0, (2,)), "velocity": spaces.Box(-inner.high[2], inner.high[2], (1,))}
         )
+
+
+class LitSideContinuous(LitSide):
+    """`LitSide` with one continuous action in [-1, 1]: reward 1 - (a - target)^2 / 4, the target
+    -0.5 when the lit pixel is in the left half and +0.5 in the right. Best return 1; an action
+    blind to the frame (a = 0) earns 0.9375."""
+
+    def step_env(self, key, state, action, params):
+        target = jnp.where(state.cue >= self.size // 2, 0.5, -0.5)
+        reward = 1.0 - jnp.square(jnp.reshape(action, ()) - target) / 4.0
+        return self.frame(key), RecallState(time=1, cue=state.cue), reward, jnp.asarray(True), {}
+
+    def action_space(self, params):
+        return spaces.Box(-1.0, 1.0, (1,))

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ajax import ASAC, REDQ, SAC, TD3
-from ajax.agents.recurrent import SequenceTraining, with_memory
+from ajax.agents.recurrent import SequenceTraining, replay_network
 from ajax.agents.SAC.train_SAC import SoftActorCritic
 from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.environments.interaction import Transition, collect_experience
@@ -117,7 +117,7 @@ def critic_and_window(kind: str, stored: bool = False, burn_in: int = 3):
     """A recurrent critic, its parameters and a window of 9 steps of 4 sequences, episodes
     starting inside it (one of them ending at a time limit)."""
     config = memory(kind)
-    critic = with_memory(QEnsemble(TINY, n=2), config)
+    critic = replay_network(QEnsemble(TINY, n=2), config)
     keys = jax.random.split(jax.random.PRNGKey(3), 6)
     length, n = 9, 4
     obs = jax.random.normal(keys[0], (length, n, 3))

@@ -11,14 +11,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APG, DQN, PPO, PQN, SAC
+from ajax import APG, DQN, PPO, PQN, REDQ, SAC, TD3
 from ajax.buffers import ReplayBuffer
 from ajax.environments.utils import flatten_observation
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import Encoded, ImpalaCNN, MinAtarCNN, NatureCNN, build_encoder
 from ajax.networks.memory import MemoryConfig
 from ajax.state import ObservationPart
-from tests.probe_envs import DictPendulum, FlippedLitSide, LitSide
+from tests.probe_envs import DictPendulum, FlippedLitSide, LitSide, LitSideContinuous
 
 
 def kernel_shapes(module, shape):
@@ -187,3 +187,37 @@ def test_a_continuous_agent_reads_a_dict_observation_flat():
 def test_apg_refuses_a_dict_observation_it_cannot_differentiate_through():
     with pytest.raises(ValueError, match="observations are a dict. Join them into one array"):
         APG(DictPendulum())
+
+
+@pytest.mark.parametrize(
+    ("agent", "settings"), [(SAC, {}), (REDQ, {"n_critics": 4, "utd_ratio": 2})], ids=["SAC", "REDQ"]
+)
+def test_replay_agents_keep_images_in_uint8_replay_behind_an_encoder(agent, settings):
+    # REDQ's target subset gathers ensemble members behind the one encoder the critics share.
+    trained = agent(
+        LitSideContinuous(), encoder="minatar_cnn", learning_starts=64, batch_size=16, buffer_size=256, **settings
+    )
+    state, _ = trained.train(seed=0, n_timesteps=128)
+    stored = state.collector_state.buffer_state.experience
+    assert stored.obs.shape[-3:] == (6, 6, 1) and stored.obs.dtype == stored.next_obs.dtype == jnp.uint8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("agent", "bar"), [(TD3, 0.99), (SAC, 0.96)], ids=["TD3", "SAC"])
+def test_replay_agents_learn_through_an_image_encoder_where_the_lit_pixel_is(agent, bar):
+    """Calibrated on seeds 0-2 (2026-12-03): after 3,072 steps TD3's greedy returns were 0.9995,
+    0.9994, 0.9992, SAC's 0.979, 0.978, 0.980; an action blind to the frame earns 0.9375."""
+    trained = agent(
+        LitSideContinuous(),
+        encoder="minatar_cnn",
+        learning_starts=256,
+        batch_size=64,
+        buffer_size=4_096,
+        actor_architecture=("64", "relu"),
+        critic_architecture=("64", "relu"),
+    )
+    _, evaluations = trained.train(
+        seed=[0, 1, 2], n_timesteps=3_072, logging_config=LoggingConfig(log_frequency=3_072), num_episode_test=20
+    )
+    returns = evaluations["Eval/episodic mean reward"][:, -1]
+    assert (returns >= bar).all(), returns

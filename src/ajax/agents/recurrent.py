@@ -33,9 +33,10 @@ from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.environments.interaction import ActionPipeline, Explore, Transition, init_collector
 from ajax.environments.utils import ExpertInAgentUnits, uniform_action
 from ajax.evaluate import EvalPolicy, PolicyCarry
+from ajax.networks.encoders import encoded
 from ajax.networks.memory import MemoryConfig, initial_carry
 from ajax.networks.recurrent import MemoryCarries, Recurrent, fresh_carries
-from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig
+from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, ObservationPart
 
 NETWORKS = ("actor", "critic")  # the networks with a memory, as PPO collects and every agent evaluates
 
@@ -48,14 +49,22 @@ class EvalMemory:
     value: jax.Array
 
 
-def with_memory(head: nn.Module, memory: MemoryConfig | None) -> nn.Module:
-    """A replay agent's network: `head` itself, or the memory reading what `head` reads first."""
-    return head if memory is None else Recurrent((), memory, head, skip=True)
+def replay_network(
+    head: nn.Module,
+    memory: MemoryConfig | None,
+    encoder: nn.Module | None = None,
+    parts: tuple[ObservationPart, ...] | None = None,
+) -> nn.Module:
+    """A replay agent's network: `head` itself, behind an image `encoder` reading observations kept
+    as `parts`, or with the memory reading what `head` reads first (the two exclude each other)."""
+    if memory is not None:
+        return Recurrent((), memory, head, skip=True)
+    return encoded(head, encoder, parts)
 
 
-def example_inputs(memory: MemoryConfig | None, observation_dim: int, *arg_dims: int) -> tuple[jax.Array, ...]:
-    """What a network built by `with_memory` is initialised on: one step of one env."""
-    inputs = (jnp.zeros((1, observation_dim)), *(jnp.zeros((1, dim)) for dim in arg_dims))
+def example_inputs(memory: MemoryConfig | None, env_args: EnvironmentConfig, *arg_dims: int) -> tuple[jax.Array, ...]:
+    """What a network built by `replay_network` is initialised on: one step of one env."""
+    inputs = (env_args.observation_zeros(1), *(jnp.zeros((1, dim)) for dim in arg_dims))
     if memory is None:
         return inputs
     return (initial_carry(memory, 1), inputs[0][None], jnp.ones((1, 1), bool), *(x[None] for x in inputs[1:]))

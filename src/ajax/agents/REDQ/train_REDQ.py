@@ -47,8 +47,9 @@ def make_train(
     config = agent_config
 
     def subset_target_parameters(params: Any, indices: jax.Array) -> Any:
-        """The subset's target critics; with memory they share one, and only the heads form the ensemble."""
-        if sac.memory is None:
+        """The subset's target critics; with memory or an image encoder they share that trunk, and only
+        the heads form the ensemble."""
+        if sac.memory is None and network_args.encoder is None:
             return subset_parameters(params, indices)
         inner = params["params"]
         return {**params, "params": {**inner, "head": subset_parameters(inner["head"], indices)}}

@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.base import (
     DISCOUNT,
+    ENCODER,
     ENVIRONMENT,
     NORMALIZATION,
     ActorCritic,
@@ -73,6 +74,7 @@ class SAC(ActorCritic):
         )
         | ENVIRONMENT
         | NORMALIZATION
+        | ENCODER
         | keywords(
             expert_policy=checked_later(None, "a function of the observation, or None", doc="docs/extensions.md"),
             expert_buffer_n_steps=count(0, 0, doc="the expert's steps put in the replay before training"),
@@ -100,6 +102,11 @@ class SAC(ActorCritic):
             raise ValueError(
                 f"{self.name}'s gSDE (use_sde=True) draws its noise through the actor's last hidden features, which a "
                 "PID actor has none of. Drop use_sde=True with PIDPolicy; its log_std_init sets the PID's noise."
+            )
+        if s.use_sde and self.network_args.encoder is not None:
+            raise ValueError(
+                f"{self.name}'s gSDE (use_sde=True) draws its noise through the actor's last hidden features, not "
+                "through an image encoder's yet. Drop use_sde=True, or use encoder='mlp'."
             )
         memory = self.network_args.memory
         refuse_with_memory(

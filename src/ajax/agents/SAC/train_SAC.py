@@ -28,7 +28,7 @@ from ajax.agents.recurrent import (
     example_inputs,
     recurrent_collector,
     recurrent_evaluation,
-    with_memory,
+    replay_network,
 )
 from ajax.agents.SAC.action_pipeline import make_action_pipeline as make_action_pipeline  # the README imports it here
 from ajax.agents.SAC.core import SquashedGaussianActor, polyak, soft_actor_step, soft_q_target, temperature_step
@@ -156,23 +156,23 @@ class SoftActorCritic(ReplayActorCritic):
                 self.network_args.actor_architecture, self.env_args.action_dim, self.config.log_std_init
             )
         head = SquashedGaussianActor(self.network_args.actor_architecture, self.env_args.action_dim)
-        return with_memory(head, self.memory)
+        return replay_network(head, self.memory, self.network_args.encoder, self.env_args.observation_parts)
 
     def critic(self, n: int | None = None) -> nn.Module:
         """The ensemble, or a same-shaped one of `n` members for a subset of its parameters."""
         head = QEnsemble(self.network_args.critic_architecture, n=self.config.n_critics if n is None else n)
-        return with_memory(head, self.memory)
+        return replay_network(head, self.memory, self.network_args.encoder, self.env_args.observation_parts)
 
     def init(self, key: jax.Array, state_class: type[SoftACState] = SoftACState, **fields: Any) -> SoftACState:
         rng, actor_key, critic_key, env_key, eval_key, noise_key = jax.random.split(key, 6)
-        observation_dim, action_dim = self.env_args.observation_dim, self.env_args.action_dim
+        action_dim = self.env_args.action_dim
         log_alpha = {"log_alpha": jnp.log(jnp.asarray(self.config.alpha_init, jnp.float32))}
         alpha_optimizer = make_optimizer(OptimizerConfig(self.config.alpha_learning_rate))
-        actor_inputs = example_inputs(self.memory, observation_dim)
+        actor_inputs = example_inputs(self.memory, self.env_args)
         actor_state = new_train_state(self.actor, actor_key, self.actor_optimizer_args, *actor_inputs)
         if self.config.use_sde:
             fields = {**fields, "exploration_noise": self.exploration_noise(actor_state, noise_key)}
-        critic_inputs = example_inputs(self.memory, observation_dim, action_dim)
+        critic_inputs = example_inputs(self.memory, self.env_args, action_dim)
         return state_class(
             rng=rng,
             actor_state=actor_state,

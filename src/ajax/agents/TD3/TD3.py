@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.base import (
     DISCOUNT,
+    ENCODER,
     ENVIRONMENT,
     NORMALIZATION,
     ActorCritic,
@@ -63,6 +64,7 @@ class TD3(ActorCritic):
         )
         | ENVIRONMENT
         | NORMALIZATION
+        | ENCODER
         | keywords(
             expert_policy=checked_later(
                 None, "a function of the observation, or None", doc="logs the expert's return beside the agent's"

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.agents.loop import ActorCriticLogs, RunSettings, TrainLoop, actor_step, critic_step, when
-from ajax.agents.recurrent import example_inputs, recurrent_evaluation, with_memory
+from ajax.agents.recurrent import example_inputs, recurrent_evaluation, replay_network
 from ajax.agents.SAC.core import polyak
 from ajax.agents.SAC.train_SAC import ReplayActorCritic, ValueAuxiliaries, empty_collector
 from ajax.agents.TD3.core import clipped_double_q_target, deterministic_policy_loss, smoothed_target_action
@@ -54,18 +54,27 @@ class TwinDelayedActorCritic(ReplayActorCritic):
         architecture = self.network_args.actor_architecture
         if isinstance(architecture, PIDPolicy):
             return pid_actor(architecture, self.env_args, "deterministic")
-        return with_memory(DeterministicActor(architecture, self.env_args.action_dim), self.memory)
+        return replay_network(
+            DeterministicActor(architecture, self.env_args.action_dim),
+            self.memory,
+            self.network_args.encoder,
+            self.env_args.observation_parts,
+        )
 
     @property
     def critic(self) -> nn.Module:
-        return with_memory(QEnsemble(self.network_args.critic_architecture, n=2), self.memory)
+        return replay_network(
+            QEnsemble(self.network_args.critic_architecture, n=2),
+            self.memory,
+            self.network_args.encoder,
+            self.env_args.observation_parts,
+        )
 
     def init(self, key: jax.Array) -> BaseAgentState:
         """Both networks with their target copies, and the collector with an empty replay."""
         rng, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 5)
-        observation_dim, action_dim = self.env_args.observation_dim, self.env_args.action_dim
-        actor_inputs = example_inputs(self.memory, observation_dim)
-        critic_inputs = example_inputs(self.memory, observation_dim, action_dim)
+        actor_inputs = example_inputs(self.memory, self.env_args)
+        critic_inputs = example_inputs(self.memory, self.env_args, self.env_args.action_dim)
         return BaseAgentState(
             rng=rng,
             actor_state=new_train_state(
