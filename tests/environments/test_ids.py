@@ -20,14 +20,31 @@ def test_id_lists_match_the_installed_packages():
     assert set(ids.PLAYGROUND_IDS) == set(registry.ALL_ENVS)
     envs = {n for n in dir(target_gym) if isinstance(getattr(target_gym, n), type)}
     assert set(ids.TARGETGYM_IDS) == {n for n in envs if issubclass(getattr(target_gym, n), environment.Environment)}
-    sets = [set(ids.gymnax_ids()), set(ids.BRAX_IDS), set(ids.PLAYGROUND_IDS), set(ids.TARGETGYM_IDS)]
+    sets = [set(ids.gymnax_ids()), *map(set, ids.BACKEND_IDS.values())]
     assert sum(map(len, sets)) == len(set().union(*sets)), "an id names two backends"
+
+
+def test_suite_id_lists_match_the_installed_packages():
+    import jumanji
+    import navix
+    from craftax.craftax_env import make_craftax_env_from_name
+    from jumanji import specs
+
+    assert set(ids.NAVIX_IDS) == set(navix.registry())
+    for env_id in ids.CRAFTAX_IDS:
+        make_craftax_env_from_name(env_id, auto_reset=False)
+    listed = set(jumanji.registered_environments()) - {"Sokoban-v0"}  # it downloads its levels when built
+    assert set(ids.JUMANJI_IDS) | set(ids.JUMANJI_UNSUPPORTED_IDS) == listed
+    for env_id in ids.JUMANJI_IDS:
+        assert isinstance(jumanji.make(env_id).action_spec, specs.DiscreteArray), env_id
 
 
 def test_ids_route_to_their_backend():
     assert ids.backend_of("Pendulum-v1") == "gymnax"
     assert ids.backend_of("halfcheetah") == "brax" and ids.backend_of("CheetahRun") == "playground"
     assert ids.backend_of("Plane") == "targetgym" and ids.backend_of("nope") is None
+    assert ids.backend_of("Craftax-Classic-Symbolic-v1") == "craftax"
+    assert ids.backend_of("Navix-DoorKey-5x5-v0") == "navix" and ids.backend_of("Snake-v1") == "jumanji"
     env, params = make_env("CSTR")
     assert type(env).__module__.startswith("target_gym") and params.max_steps_in_episode == 100
 

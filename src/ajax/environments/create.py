@@ -1,9 +1,10 @@
 """Build an environment from an id and describe it for the agents.
 
-An id routes to its backend: gymnax, Brax, MuJoCo Playground or TargetGym (whose
-environments are gymnax environments). Brax and Playground environments come behind
-Ajax's own layer (`brax_like.BraxLikeEnv`: time limit, final observation, auto-reset only
-when an episode ended). An unknown id, or an id whose package is missing, fails at
+An id routes to its backend: gymnax, Brax, MuJoCo Playground, TargetGym (whose
+environments are gymnax environments), Craftax, Navix or Jumanji. Brax and Playground
+environments come behind Ajax's own layer (`brax_like.BraxLikeEnv`: time limit, final
+observation, auto-reset only when an episode ended), the other three suites behind
+`suites`, which keeps the same contract. An unknown id, or an id whose package is missing, fails at
 construction with what to do, before anything compiles.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from gymnax.environments import environment, spaces
 
 from ajax.checks import require_counts
@@ -28,8 +30,11 @@ from ajax.environments.ids import (
     missing_package_message,
     unknown_env_message,
 )
+from ajax.environments.suites import make_craftax, make_jumanji, make_navix
 from ajax.state import ACTION_MASK, EnvironmentConfig, ObservationPart
 from ajax.wrappers import Wrapper
+
+SUITES = {"craftax": make_craftax, "navix": make_navix, "jumanji": make_jumanji}
 
 
 class EnvironmentAssetsMissingError(RuntimeError):
@@ -169,6 +174,9 @@ def make_env(
 
         env = getattr(target_gym, env_id)()
         return env, env.default_params
+    if backend in SUITES:
+        env = SUITES[backend](env_id, episode_length)
+        return env, env.default_params
     resets = {"differentiable_reset": differentiable_reset, "fresh_reset": fresh_reset}
     if backend == "brax":
         env = make_brax(env_id, episode_length, **resets)
@@ -291,11 +299,13 @@ def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> Envir
     or an action mask (kept as booleans).
 
     8-bit and boolean images, and MinAtar's boards (float32 channels of 0 and 1 in gymnax),
-    are stored as uint8: exact, and a quarter of float32's replay memory. 8-bit pixels are read
-    divided by 255. Normalised observations are standardised floats, stored as float32.
+    are stored as uint8: exact, and a quarter of float32's replay memory. 8-bit arrays are read
+    divided by the top of their declared range: 255 for pixels, 8 for Navix's symbolic codes.
+    Normalised observations are standardised floats, stored as float32.
     """
     env, params = env_args.env, env_args.env_params
     example = jax.eval_shape(lambda key: env.reset(key, params)[0], jax.random.PRNGKey(0))
+    space = env.observation_space(params)
     binary = "MinAtar" in str(getattr(env, "name", ""))
 
     def part(key: str | None, array: jax.ShapeDtypeStruct) -> ObservationPart:
@@ -304,7 +314,8 @@ def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> Envir
         dtype = jnp.dtype(array.dtype)
         eight_bit = dtype in (jnp.dtype(jnp.uint8), jnp.dtype(jnp.bool_)) or binary
         stored = "uint8" if eight_bit and not normalized else "float32"
-        scale = 1.0 / 255.0 if dtype == jnp.dtype(jnp.uint8) and not normalized else 1.0
+        declared = space if key is None else space.spaces[key]
+        scale = 1.0 / _eight_bit_top(declared) if dtype == jnp.dtype(jnp.uint8) and not normalized else 1.0
         return ObservationPart(key, tuple(int(n) for n in array.shape), stored, scale)
 
     if isinstance(example, dict):
@@ -312,3 +323,9 @@ def kept_observations(env_args: EnvironmentConfig, *, normalized: bool) -> Envir
     else:
         parts = (part(None, example),)
     return dataclasses.replace(env_args, observation_parts=parts)
+
+
+def _eight_bit_top(space: Any) -> float:
+    """The largest value a uint8 `space` declares, or 255 where it declares none that fits."""
+    top = float(np.max(np.asarray(getattr(space, "high", 255))))
+    return top if 0 < top <= 255 else 255.0

@@ -1,9 +1,9 @@
 """Which backend an environment id belongs to.
 
-The Brax, MuJoCo Playground and TargetGym ids are listed here rather than read from the
-packages, so routing an id, or telling a user their package is missing, imports nothing
-heavy. `tests/environments/test_ids.py` checks these lists against the installed packages.
-The four sets are disjoint: an id names one environment.
+The Brax, MuJoCo Playground, TargetGym, Craftax, Navix and Jumanji ids are listed here
+rather than read from the packages, so routing an id, or telling a user their package is
+missing, imports nothing heavy. `tests/environments/test_ids.py` checks these lists against
+the installed packages. The sets are disjoint: an id names one environment.
 """
 
 from __future__ import annotations
@@ -110,11 +110,81 @@ TARGETGYM_IDS = (
     "WindTurbine",
 )
 
+CRAFTAX_IDS = ("Craftax-Classic-Symbolic-v1", "Craftax-Classic-Pixels-v1", "Craftax-Symbolic-v1", "Craftax-Pixels-v1")
+
+NAVIX_IDS = (
+    *(
+        f"Navix-{world}-{size}-v0"
+        for world in ("Empty", "Empty-Random", "DoorKey", "DoorKey-Random")
+        for size in ("5x5", "6x6", "8x8", "16x16")
+    ),
+    "Navix-FourRooms-v0",
+    *(f"Navix-KeyCorridor{size}-v0" for size in ("S3R1", "S3R2", "S3R3", "S4R3", "S5R3", "S6R3")),
+    "Navix-LavaGapS5-v0",
+    "Navix-LavaGapS6-v0",
+    "Navix-LavaGapS7-v0",
+    *(f"Navix-SimpleCrossing{size}-v0" for size in ("S9N1", "S9N2", "S9N3", "S11N5")),
+    "Navix-Dynamic-Obstacles-5x5-v0",
+    "Navix-Dynamic-Obstacles-5x5-Random-v0",
+    "Navix-Dynamic-Obstacles-6x6-v0",
+    "Navix-Dynamic-Obstacles-6x6-Random-v0",
+    "Navix-Dynamic-Obstacles-8x8-v0",
+    "Navix-Dynamic-Obstacles-16x16-v0",
+    "Navix-DistShift1-v0",
+    "Navix-DistShift2-v0",
+    "Navix-GoToDoor-5x5-v0",
+    "Navix-GoToDoor-6x6-v0",
+    "Navix-GoToDoor-8x8-v0",
+)
+
+# Jumanji's ids with one discrete action. Those with several actions or agents follow: routed, then refused
+# with the reason. Sokoban-v0 is left out: it downloads its levels from the Hugging Face hub when built.
+JUMANJI_IDS = (
+    "Snake-v1",
+    "Game2048-v1",
+    "Maze-v0",
+    "PacMan-v1",
+    "SlidingTilePuzzle-v0",
+    "Knapsack-v1",
+    "TSP-v1",
+    "CVRP-v1",
+    "GraphColoring-v1",
+)
+JUMANJI_UNSUPPORTED_IDS = (
+    "BinPack-v2",
+    "Cleaner-v0",
+    "Connector-v3",
+    "FlatPack-v0",
+    "JobShop-v0",
+    "LevelBasedForaging-v0",
+    "MMST-v0",
+    "MultiCVRP-v0",
+    "Minesweeper-v0",
+    "RobotWarehouse-v0",
+    "RubiksCube-v0",
+    "RubiksCube-partly-scrambled-v0",
+    "SearchAndRescue-v0",
+    "Sudoku-v0",
+    "Sudoku-very-easy-v0",
+    "Tetris-v0",
+)
+
 # backend -> (pip extra that installs it, its import name)
 PACKAGES = {
     "brax": ("brax", "brax"),
     "playground": ("playground", "mujoco_playground"),
     "targetgym": ("targetgym", "target_gym"),
+    "craftax": ("craftax", "craftax"),
+    "navix": ("navix", "navix"),
+    "jumanji": ("jumanji", "jumanji"),
+}
+BACKEND_IDS = {
+    "brax": BRAX_IDS,
+    "playground": PLAYGROUND_IDS,
+    "targetgym": TARGETGYM_IDS,
+    "craftax": CRAFTAX_IDS,
+    "navix": NAVIX_IDS,
+    "jumanji": JUMANJI_IDS + JUMANJI_UNSUPPORTED_IDS,
 }
 
 
@@ -125,22 +195,19 @@ def gymnax_ids() -> tuple[str, ...]:
 
 
 def backend_of(env_id: str) -> str | None:
-    """'gymnax', 'brax', 'playground', 'targetgym', or None for an unknown id."""
+    """'gymnax' or a key of `PACKAGES`; None for an unknown id."""
     if env_id in gymnax_ids():
         return "gymnax"
-    for backend, ids in (("brax", BRAX_IDS), ("playground", PLAYGROUND_IDS), ("targetgym", TARGETGYM_IDS)):
-        if env_id in ids:
-            return backend
-    return None
+    return next((backend for backend, ids in BACKEND_IDS.items() if env_id in ids), None)
 
 
 def known_env_ids() -> tuple[str, ...]:
     """Every id `prepare_env` can route, whichever packages are installed."""
-    return gymnax_ids() + BRAX_IDS + PLAYGROUND_IDS + TARGETGYM_IDS
+    return gymnax_ids() + sum(BACKEND_IDS.values(), ())
 
 
 def unknown_env_message(env_id: str) -> str:
-    close = difflib.get_close_matches(env_id, known_env_ids(), n=5, cutoff=0.5)
+    close = difflib.get_close_matches(env_id, known_env_ids(), n=5, cutoff=0.55)
     if not close:  # ids differ in case and separators more than in letters: "Halfcheetah" for "halfcheetah"
         lowered = {i.lower().replace("_", "").replace("-", ""): i for i in known_env_ids()}
         key = env_id.lower().replace("_", "").replace("-", "")
@@ -149,8 +216,9 @@ def unknown_env_message(env_id: str) -> str:
     return (
         f"Unknown environment id {env_id!r}.{hint} Ajax routes gymnax ids (CartPole-v1, Pendulum-v1, ...), "
         f"Brax ids ({', '.join(BRAX_IDS[:4])}, ...), MuJoCo Playground ids ({', '.join(PLAYGROUND_IDS[:3])}, ...) "
-        f"and TargetGym ids ({', '.join(TARGETGYM_IDS[:3])}, ...); or pass a gymnax-style environment object "
-        "with its params."
+        f"TargetGym ids ({', '.join(TARGETGYM_IDS[:3])}, ...), Craftax ids ({CRAFTAX_IDS[0]}, ...), Navix ids "
+        f"({NAVIX_IDS[8]}, ...) and Jumanji ids ({', '.join(JUMANJI_IDS[:3])}, ...); or pass a gymnax-style "
+        "environment object with its params."
     )
 
 
