@@ -40,6 +40,7 @@ from ajax import zoo  # noqa: E402
 from ajax.agents.registry import AGENTS  # noqa: E402
 from ajax.buffers import collect_dataset  # noqa: E402
 from ajax.environments.controllers import cartpole_push, pendulum_swing_up  # noqa: E402
+from ajax.environments.create import make_env  # noqa: E402
 from ajax.environments.model_reference import (  # noqa: E402
     LinearReferenceModel,
     ModelReferenceWrapper,
@@ -47,7 +48,7 @@ from ajax.environments.model_reference import (  # noqa: E402
 )
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 from ajax.schedule import linear  # noqa: E402
-from ajax.wrappers import InitialStateWrapper  # noqa: E402
+from ajax.wrappers import InitialStateWrapper, WithoutActionMask  # noqa: E402
 from intervals import final_means, learning_summary  # noqa: E402
 
 RETURN = "Eval/episodic mean reward"
@@ -109,6 +110,10 @@ def minatar_pqn(budget: int) -> dict[str, Any]:
         "max_grad_norm": 10.0,
         "exploration_fraction": 1_000_000 / budget,
     }
+
+
+KNAPSACK_BUDGET = 200_000
+KNAPSACK_PPO = {"n_envs": 16, "n_steps": 64}
 
 
 def zoo_check(agent: str, env_id: str, target: float | None = None) -> Check:
@@ -193,6 +198,17 @@ CHECKS = (
         MINATAR_BUDGET,
         "purejaxql",
         lambda: minatar_pqn(MINATAR_BUDGET),
+    ),
+    # What an action mask is worth: Jumanji's Knapsack ends an episode on an invalid pick (an item
+    # packed already or too heavy), so an agent without the mask must learn to avoid them.
+    Check("PPO", "Knapsack-v1", KNAPSACK_BUDGET, "16 x 64, masked", lambda: KNAPSACK_PPO),
+    Check(
+        "PPO",
+        "Knapsack-v1 without mask",
+        KNAPSACK_BUDGET,
+        "16 x 64, unmasked",
+        lambda: KNAPSACK_PPO,
+        env=lambda: WithoutActionMask(make_env("Knapsack-v1")[0]),
     ),
     Check("UDRL", "CartPole-v1", 50_000, "defaults"),
     Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_push}),

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 from gymnax.environments import environment, spaces
 
-from ajax.state import ENV_AXIS, SEED_AXIS
+from ajax.state import ACTION_MASK, ENV_AXIS, SEED_AXIS
 
 __all__ = ["AutoReset", "ClipAction", "InitialStateWrapper", "ObservationMask", "ObservationNoiseWrapper", "Wrapper"]
 
@@ -193,6 +193,39 @@ class ObservationMask(Wrapper):
     def reset_env(self, key, params):
         obs, state = self.env.reset_env(key, params)
         return self._masked(obs), state
+
+
+class WithoutActionMask(Wrapper):
+    """Drop the `"action_mask"` key from a dict observation: every action becomes allowed.
+
+    The ablation that shows what a mask is worth: the same task, the agent left to learn
+    which actions are invalid from their consequences (Jumanji's Knapsack ends an episode on
+    one). The env still refuses or penalises invalid actions as it always did.
+    """
+
+    def __init__(self, env: environment.Environment):
+        super().__init__(env)
+        space = env.observation_space(env.default_params)
+        if not isinstance(space, spaces.Dict) or ACTION_MASK not in space.spaces:
+            raise ValueError(
+                f"WithoutActionMask needs a dict observation with an {ACTION_MASK!r} key; {env.name}'s has none."
+            )
+
+    @staticmethod
+    def _unmasked(obs: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in obs.items() if key != ACTION_MASK}
+
+    def observation_space(self, params):
+        space = self.env.observation_space(params)
+        return spaces.Dict(self._unmasked(space.spaces))
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
+        return self._unmasked(obs), state, reward, terminated, info
+
+    def reset_env(self, key, params):
+        obs, state = self.env.reset_env(key, params)
+        return self._unmasked(obs), state
 
 
 def _observation_fn(env: Any) -> Callable[[jax.Array, Any, Any], Any]:

@@ -13,6 +13,7 @@ from ajax.environments.interaction import epsilon_greedy
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import ActionMasked
 from ajax.state import MASKED
+from ajax.wrappers import WithoutActionMask
 from tests.probe_envs import MaskedBestAction
 
 MASK = jnp.array([[True, True, False], [False, True, True]])
@@ -109,3 +110,21 @@ def test_a_mask_on_continuous_actions_is_refused():
 
     with pytest.raises(ValueError, match="its actions are continuous"):
         SAC(Continuous())
+
+
+def test_without_its_mask_the_same_agent_takes_the_action_the_mask_forbids():
+    # The counterfactual of the test above: the mask, not the agent, keeps the 10 out of reach.
+    env = WithoutActionMask(MaskedBestAction())
+    assert set(env.observation_space(env.default_params).spaces) == {"x"}
+    trained = DQN(env, learning_starts=256, buffer_size=2_000, batch_size=32)
+    _, evaluations = trained.train(
+        seed=[0, 1], n_timesteps=3_072, logging_config=LoggingConfig(log_frequency=512), num_episode_test=10
+    )
+    np.testing.assert_allclose(np.asarray(evaluations["Eval/episodic mean reward"])[:, -1], 10.0)
+
+
+def test_without_action_mask_needs_a_mask_to_drop():
+    import gymnax
+
+    with pytest.raises(ValueError, match="needs a dict observation with an 'action_mask' key; CartPole-v1's has none"):
+        WithoutActionMask(gymnax.make("CartPole-v1")[0])
