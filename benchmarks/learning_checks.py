@@ -116,6 +116,31 @@ KNAPSACK_BUDGET = 200_000
 KNAPSACK_PPO = {"n_envs": 16, "n_steps": 64}
 
 
+PPO_MINATAR_BUDGET = 1_000_000
+
+
+def minatar_ppo() -> dict[str, Any]:
+    """gymnax-blines' PPO settings for MinAtar (64 envs x 128 steps, 4 epochs of 8 minibatches,
+    learning rate 5e-4, gamma 0.999, entropy 0.01), through MinAtar's network instead of its MLP."""
+    return {
+        "encoder": "minatar_cnn",
+        "actor_architecture": (),
+        "critic_architecture": (),
+        "n_envs": 64,
+        "n_steps": 128,
+        "batch_size": 64 * 128 // 8,
+        "n_epochs": 4,
+        "actor_learning_rate": 5e-4,
+        "critic_learning_rate": 5e-4,
+        "gamma": 0.999,
+        "gae_lambda": 0.95,
+        "clip_range": 0.2,
+        "ent_coef": 0.01,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+    }
+
+
 def zoo_check(agent: str, env_id: str, target: float | None = None) -> Check:
     preset = zoo.preset(agent, env_id)
     return Check(agent, env_id, preset.n_timesteps, "zoo", published=preset.published, target=target)
@@ -210,6 +235,10 @@ CHECKS = (
         lambda: KNAPSACK_PPO,
         env=lambda: WithoutActionMask(make_env("Knapsack-v1")[0]),
     ),
+    # PPO through MinAtar's network at gymnax-blines' settings; its MLP reaches 28 on Breakout
+    # after 10M steps, ten times this budget.
+    Check("PPO", "Breakout-MinAtar", PPO_MINATAR_BUDGET, "gymnax-blines", minatar_ppo, published=28.0),
+    Check("PPO", "SpaceInvaders-MinAtar", PPO_MINATAR_BUDGET, "gymnax-blines", minatar_ppo),
     Check("UDRL", "CartPole-v1", 50_000, "defaults"),
     Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_push}),
     Check(
