@@ -266,3 +266,25 @@ class LitSideContinuous(LitSide):
 
     def action_space(self, params):
         return spaces.Box(-1.0, 1.0, (1,))
+
+
+class ImageCueRecall(CueRecall):
+    """`CueRecall` on 8-bit frames: at the first step one pixel lit in the left half of a 4x4 frame
+    for a cue of -1, in the right half for +1; blank frames after. Same rewards and best return,
+    so an agent must carry what an image encoder saw through its memory."""
+
+    def frame(self, key: jax.Array, cue: jax.Array) -> jax.Array:
+        row = jax.random.randint(key, (), 0, 4)
+        column = jax.random.randint(key, (), 0, 2) + jnp.where(cue > 0, 2, 0)
+        return jnp.zeros((4, 4, 1), jnp.uint8).at[row, column, 0].set(255)
+
+    def reset_env(self, key, params):
+        cue = jnp.where(jax.random.bernoulli(key), 1.0, -1.0)
+        return self.frame(jax.random.fold_in(key, 1), cue), RecallState(time=0, cue=cue)
+
+    def observation_space(self, params):
+        return spaces.Box(0, 255, (4, 4, 1), jnp.uint8)
+
+    def step_env(self, key, state, action, params):
+        _, state, reward, terminated, info = super().step_env(key, state, action, params)
+        return jnp.zeros((4, 4, 1), jnp.uint8), state, reward, terminated, info

@@ -12,13 +12,22 @@ import numpy as np
 import pytest
 
 from ajax import APG, DQN, PPO, PQN, REDQ, SAC, TD3
+from ajax.agents.PPO.train_PPO import ProximalActorCritic
 from ajax.buffers import ReplayBuffer
 from ajax.environments.utils import flatten_observation
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import Encoded, ImpalaCNN, MinAtarCNN, NatureCNN, build_encoder
 from ajax.networks.memory import MemoryConfig
 from ajax.state import ObservationPart
-from tests.probe_envs import DictPendulum, FlippedLitSide, LitSide, LitSideContinuous
+from tests.conftest import agent_parts
+from tests.probe_envs import (
+    DictPendulum,
+    FlippedLitSide,
+    ImageCueRecall,
+    LitSide,
+    LitSideContinuous,
+    MaskedBestAction,
+)
 
 
 def kernel_shapes(module, shape):
@@ -87,9 +96,17 @@ def test_an_unknown_encoder_is_refused_with_the_choices():
         PQN("Breakout-MinAtar", encoder="cnn")
 
 
-def test_memory_behind_an_image_encoder_is_refused_for_now():
-    with pytest.raises(ValueError, match="with an image encoder takes no memory= yet"):
-        PPO("Breakout-MinAtar", encoder="minatar_cnn", memory=MemoryConfig("gru", 8))
+def test_memory_behind_an_image_encoder_reads_the_encoders_features():
+    agent = PPO("Breakout-MinAtar", encoder="minatar_cnn", memory=MemoryConfig("gru", 8))
+    actor, _ = agent_parts(ProximalActorCritic, agent).networks
+    assert isinstance(actor.image_encoder, MinAtarCNN) and actor.parts == agent.env_args.observation_parts
+
+
+def test_memory_with_a_dict_behind_an_encoder_or_with_an_action_mask_is_refused_for_now():
+    with pytest.raises(ValueError, match="memory= does not take a dict observation behind an image encoder yet"):
+        PPO(FlippedLitSide(), encoder="minatar_cnn", memory=MemoryConfig("gru", 8))
+    with pytest.raises(ValueError, match="memory= does not take an action mask yet"):
+        PPO(MaskedBestAction(), memory=MemoryConfig("gru", 8))
 
 
 def test_a_million_row_minatar_replay_is_kept_in_uint8():
@@ -221,3 +238,43 @@ def test_replay_agents_learn_through_an_image_encoder_where_the_lit_pixel_is(age
     )
     returns = evaluations["Eval/episodic mean reward"][:, -1]
     assert (returns >= bar).all(), returns
+
+
+GRU = MemoryConfig("gru", 32)
+RECALL = {"encoder": "minatar_cnn", "actor_architecture": ("64", "relu"), "critic_architecture": ("64", "relu")}
+REPLAYED = {"sequence_length": 8, "burn_in": 4, "learning_starts": 500, "batch_size": 64, "buffer_size": 20_000}
+ROLLOUTS = {"n_envs": 8, "n_steps": 32, "n_epochs": 4, "batch_size": 64}
+TANH = {"actor_architecture": ("64", "tanh"), "critic_architecture": ("64", "tanh")}
+
+
+def test_a_replay_agent_with_memory_keeps_image_sequences_in_uint8():
+    trained = TD3(
+        ImageCueRecall(5), **RECALL, memory=GRU, sequence_length=4, learning_starts=64, batch_size=8, buffer_size=256
+    )
+    state, _ = trained.train(seed=0, n_timesteps=128)
+    frames = [leaf for leaf in jax.tree.leaves(state.collector_state.buffer_state) if leaf.shape[-3:] == (4, 4, 1)]
+    assert frames and all(leaf.dtype == jnp.uint8 for leaf in frames)
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+@pytest.mark.parametrize(
+    ("agent", "settings", "bar"),
+    [
+        (TD3, {**REPLAYED, "gamma": 0.9}, 2.5),
+        (SAC, {**REPLAYED, "gamma": 0.9}, 2.5),
+        (PPO, {**ROLLOUTS, **TANH}, 4.0),
+    ],
+    ids=["TD3", "SAC", "PPO"],
+)
+def test_memory_behind_an_image_encoder_recalls_a_cue_seen_in_the_first_frame(agent, settings, bar):
+    """`ImageCueRecall`: the cue is which half of the first 4x4 frame is lit; it pays at each of 5
+    steps. Calibrated on seeds 0-2 (2026-12-03), greedy returns over 10 episodes: TD3 5.0, 5.0, 5.0
+    and SAC 3.42, 3.36, 3.53 after 3,000 steps (as on the flat `CueRecall`); PPO 5.0, 5.0, 5.0 after
+    30,000, where the same PPO without memory scored 0.2, -0.6, 1.0. Bars: SAC's and TD3's as on
+    the flat cue (half way from the 1 the present earns to 5), PPO's 4.0."""
+    n_timesteps = 30_000 if agent is PPO else 3_000
+    trained = agent(ImageCueRecall(5), **{**RECALL, **settings}, memory=GRU)
+    state, _ = trained.train(seed=[0, 1, 2], n_timesteps=n_timesteps)
+    returns = np.asarray(trained.evaluate(state, num_episode_test=10)["Eval/episodic mean reward"])
+    assert returns.min() >= bar, returns

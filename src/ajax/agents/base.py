@@ -404,11 +404,6 @@ class ActorCritic:
         here on. Observations with an action mask are kept as they are even for encoder='mlp', so the
         mask reaches the policy apart from what the networks read."""
         what = "an action mask" if encoder == FLAT else "an image encoder"
-        if self.network_args.memory is not None:
-            raise ValueError(
-                f"{self.name} with {what} takes no memory= yet: the recurrent networks read flat observations. "
-                "Drop memory=" + (", or use encoder='mlp'." if encoder != FLAT else ".")
-            )
         if isinstance(self.env_args.env, PIDTerms):
             raise ValueError(
                 f"A PID actor reads its error terms from a flat observation; {self.name} with a PIDPolicy takes "
@@ -421,6 +416,12 @@ class ActorCritic:
                 "observations. Drop the extensions" + (", or use encoder='mlp'." if encoder != FLAT else ".")
             )
         kept = kept_observations(self.env_args, normalized=normalize_observations)
+        if self.network_args.memory is not None and (masked or isinstance(kept.observation_shape, dict)):
+            reads = "an action mask" if masked else "a dict observation behind an image encoder"
+            raise ValueError(
+                f"{self.name} with memory= does not take {reads} yet: its memory reads one observation array, flat "
+                "or through an image encoder. Drop memory=" + (", or use encoder='mlp'." if not masked else ".")
+            )
         module = build_encoder(encoder, kept.observation_parts, self.name, self.encoder_layer_norm)
         if module is None and not masked:  # every part read flat: the default's flat vector
             return self.network_args

@@ -56,9 +56,9 @@ def replay_network(
     parts: tuple[ObservationPart, ...] | None = None,
 ) -> nn.Module:
     """A replay agent's network: `head` itself, behind an image `encoder` reading observations kept
-    as `parts`, or with the memory reading what `head` reads first (the two exclude each other)."""
+    as `parts`, and with the memory reading the encoder's features (or the observation) first."""
     if memory is not None:
-        return Recurrent((), memory, head, skip=True)
+        return Recurrent((), memory, head, skip=True, image_encoder=encoder, parts=parts)
     return encoded(head, encoder, parts)
 
 

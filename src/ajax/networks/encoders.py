@@ -230,15 +230,19 @@ class Encoded(nn.Module):
 
     @nn.compact
     def __call__(self, obs: Any, *args: Any) -> Any:
-        def floats(x: jax.Array, part: ObservationPart) -> jax.Array:
-            x = jnp.asarray(x, jnp.float32)
-            return x * part.scale if part.scale != 1.0 else x
+        return self.head(self.encoder(as_read(obs, self.parts)), *args)
 
-        if isinstance(obs, Mapping):
-            obs = {part.key: floats(obs[part.key], part) for part in self.parts}
-        else:
-            obs = floats(obs, self.parts[0])
-        return self.head(self.encoder(obs), *args)
+
+def as_read(obs: Any, parts: tuple[ObservationPart, ...]) -> Any:
+    """An observation as stored, in float32 with each part times its scale: what an encoder reads."""
+
+    def floats(x: jax.Array, part: ObservationPart) -> jax.Array:
+        x = jnp.asarray(x, jnp.float32)
+        return x * part.scale if part.scale != 1.0 else x
+
+    if isinstance(obs, Mapping):
+        return {part.key: floats(obs[part.key], part) for part in parts}
+    return floats(obs, parts[0])
 
 
 def flat_keys(parts: tuple[ObservationPart, ...]) -> DictEncoder:

@@ -17,8 +17,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ajax.networks.encoders import as_read
 from ajax.networks.memory import Memory, MemoryConfig, initial_carry
 from ajax.networks.mlp import MLP
+from ajax.state import ObservationPart
 
 
 class Recurrent(nn.Module):
@@ -27,6 +29,9 @@ class Recurrent(nn.Module):
     `skip` hands the head the observation beside the memory's output, so a replay agent's
     feed-forward actor or critic keeps reading what it sees now and gains a summary of what
     it saw before. Arguments after the resets go to the head: a Q-critic's actions.
+
+    `image_encoder` reads each observation as stored (`parts`) before the layers: the memory
+    then carries image features, and `skip` hands the head those features, not the pixels.
     """
 
     architecture: tuple[str, ...]
@@ -34,16 +39,19 @@ class Recurrent(nn.Module):
     head: nn.Module
     hidden_init: Callable = nn.initializers.lecun_normal()
     skip: bool = False
+    image_encoder: nn.Module | None = None
+    parts: tuple[ObservationPart, ...] | None = None
 
     def setup(self) -> None:
         self.encoder = MLP(self.architecture, self.hidden_init)
         self.core = Memory(self.memory)
 
-    def remember(self, carry: Any, obs: jax.Array, resets: jax.Array) -> tuple[Any, jax.Array]:
+    def remember(self, carry: Any, obs: Any, resets: jax.Array) -> tuple[Any, jax.Array]:
         """The carry after the sequence and the features the head reads at each step."""
-        carry, outputs = self.core(carry, self.encoder(obs), resets)
+        seen = obs if self.image_encoder is None else self.image_encoder(as_read(obs, self.parts))
+        carry, outputs = self.core(carry, self.encoder(seen), resets)
         if self.skip:
-            outputs = jnp.concatenate([outputs, jnp.asarray(obs, outputs.dtype)], axis=-1)
+            outputs = jnp.concatenate([outputs, jnp.asarray(seen, outputs.dtype)], axis=-1)
         return carry, outputs
 
     def read(self, features: jax.Array, *args: Any) -> Any:

@@ -119,9 +119,10 @@ def make_networks(
         parts, masked = env_args.observation_parts, env_args.action_masked
         return encoded(actor, network_args.encoder, parts, masked), encoded(critic, network_args.encoder, parts)
     hidden_init = initializers.encoder_kernel_init or orthogonal(np.sqrt(2))
+    image = {"image_encoder": network_args.encoder, "parts": env_args.observation_parts}
     return (
-        Recurrent(network_args.actor_architecture, memory, actor, hidden_init),
-        Recurrent(network_args.critic_architecture, memory, critic, hidden_init),
+        Recurrent(network_args.actor_architecture, memory, actor, hidden_init, **image),
+        Recurrent(network_args.critic_architecture, memory, critic, hidden_init, **image),
     )
 
 
