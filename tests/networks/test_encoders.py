@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APG, DQN, PPO, PQN, REDQ, SAC, TD3
+from ajax import APG, AVG, DQN, PPO, PQN, REDQ, SAC, TD3
 from ajax.agents.PPO.train_PPO import ProximalActorCritic
 from ajax.buffers import ReplayBuffer
 from ajax.environments.utils import flatten_observation
@@ -217,6 +217,20 @@ def test_replay_agents_keep_images_in_uint8_replay_behind_an_encoder(agent, sett
     state, _ = trained.train(seed=0, n_timesteps=128)
     stored = state.collector_state.buffer_state.experience
     assert stored.obs.shape[-3:] == (6, 6, 1) and stored.obs.dtype == stored.next_obs.dtype == jnp.uint8
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_avg_learns_through_an_image_encoder_where_the_lit_pixel_is():
+    """AVG reads the frames as its encoder does, unstandardised. Calibrated on seeds 0-2
+    (2026-12-03): greedy returns after 6,000 steps 0.980, 0.9995, 0.997 (blind: 0.9375)."""
+    layers = {"actor_architecture": ("64", "relu"), "critic_architecture": ("64", "relu")}
+    trained = AVG(LitSideContinuous(), encoder="minatar_cnn", **layers)
+    _, evaluations = trained.train(
+        seed=[0, 1, 2], n_timesteps=6_000, logging_config=LoggingConfig(log_frequency=2_000), num_episode_test=20
+    )
+    returns = evaluations["Eval/episodic mean reward"][:, -1]
+    assert (returns >= 0.96).all(), returns
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.AVG.state import AVGConfig
 from ajax.agents.AVG.train_AVG import make_train
-from ajax.agents.base import DISCOUNT, ENVIRONMENT, ActorCritic, expert_in_agent_units, two_networks
+from ajax.agents.base import DISCOUNT, ENCODER, ENVIRONMENT, ActorCritic, expert_in_agent_units, two_networks
 from ajax.deprecation import removed_keywords
 from ajax.extensions import LOOP_PHASES
 from ajax.hyperparameters import Hyperparameters, checked_later, keywords, number
@@ -37,6 +37,7 @@ class AVG(ActorCritic):
             alpha=number(0.07, "[0, inf)", sweep=True, doc="the entropy weight, held fixed: AVG learns no temperature"),
         )
         | ENVIRONMENT
+        | ENCODER
         | keywords(
             expert_policy=checked_later(
                 None, "a function of the observation, or None", doc="logs the expert's return beside the agent's"

@@ -8,6 +8,8 @@ Adam without momentum (beta1 = 0), as the paper prescribes for single-sample upd
 
 A PID actor (`actor_architecture=PIDPolicy(...)`) reads the observation unnormalised, its
 error terms in the env's units, as a PID's gains expect; the critic's stays normalised.
+Behind an image encoder neither network normalises: both read the frame as the encoder
+does (8-bit pixels over 255), as SAC's do, rather than standardise each pixel apart.
 
 One departure from the paper's listing: the actor's reparameterised action is drawn
 afresh at s rather than reusing the noise that produced the executed action, which the
@@ -35,6 +37,7 @@ from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import QCritic, SquashedGaussianActor
+from ajax.networks.encoders import encoded
 from ajax.networks.optim import make_optimizer, new_train_state
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
@@ -59,8 +62,9 @@ def make_train(
 ):
     config = agent_config
     reads_raw = isinstance(network_args.actor_architecture, PIDPolicy)
+    normalizes = network_args.encoder is None
     actor, critic = avg_networks(env_args, network_args)
-    obs_example = jnp.zeros((1, env_args.observation_dim))
+    obs_example = env_args.observation_zeros(1)
     action_example = jnp.zeros((1, env_args.action_dim))
 
     def init(key: jax.Array) -> AVGState:
@@ -76,27 +80,31 @@ def make_train(
             n_logs=jnp.zeros((), jnp.int32),
             # The temperature is fixed: its state is read, never stepped.
             alpha=LoopTrainState.create(apply_fn=None, params=log_alpha, tx=make_optimizer(OptimizerConfig(0.0))),
-            obs_moments=RunningMoments.create((env_args.observation_dim,)),
+            obs_moments=RunningMoments.create((env_args.observation_dim,) if normalizes else ()),
             reward_moments=RunningMoments.create(),
             discount_moments=RunningMoments.create(),
             return_moments=RunningMoments.create(),
             returns=jnp.zeros(env_args.n_envs),
         )
 
+    def critic_view(state: AVGState, obs: jax.Array) -> jax.Array:
+        """What the critic reads: the normalised observation, or a frame as its encoder reads it."""
+        return state.obs_moments.normalize(obs) if normalizes else obs
+
     def actor_view(state: AVGState, obs: jax.Array) -> jax.Array:
-        """What the actor reads: the normalised observation, or a PID actor's raw one."""
-        return obs if reads_raw else state.obs_moments.normalize(obs)
+        """What the actor reads: the critic's view, or a PID actor's raw observation."""
+        return obs if reads_raw else critic_view(state, obs)
 
     def policy(state: AVGState, obs: jax.Array):
         return actor.apply(state.actor_state.params, actor_view(state, obs))
 
     def update(state: AVGState, transition: Transition) -> tuple[AVGState, ActorCriticLogs]:
-        state = merge_statistics(state, transition, config.gamma)
+        state = merge_statistics(state, transition, config.gamma, normalizes)
         state, (next_key, actor_key) = state.next_keys(2)
         alpha = jnp.exp(state.alpha.params["log_alpha"])
         sigma = td_scale(state.reward_moments, state.discount_moments, state.return_moments)
         batch = transition.replace(
-            obs=state.obs_moments.normalize(transition.obs), next_obs=state.obs_moments.normalize(transition.next_obs)
+            obs=critic_view(state, transition.obs), next_obs=critic_view(state, transition.next_obs)
         )
 
         next_action, next_log_prob = policy(state, transition.next_obs).sample_and_log_prob(seed=next_key)
@@ -127,30 +135,34 @@ def make_train(
         )
         return state.replace(actor_state=actor_state, critic_state=critic_state), aux
 
-    loop = TrainLoop.create(env_args, run, extensions, evaluation_policy(policy, critic, config))
+    loop = TrainLoop.create(env_args, run, extensions, evaluation_policy(policy, critic_view, critic, config))
     incremental = UpdatesOwed.replay(train_freq=1, gradient_steps=1, n_envs=env_args.n_envs)  # one update per tick
     return loop.off_policy(init, update, 0, explore_pipeline(sample_policy, policy, env_args), schedule=incremental)
 
 
 def avg_networks(env_args: EnvironmentConfig, network_args: NetworkConfig) -> tuple[nn.Module, nn.Module]:
     """The squashed Gaussian actor (a PID one for a `PIDPolicy`) and the single Q-critic, both
-    with unit-norm penultimate features, which the paper prescribes for its single-sample updates."""
+    with unit-norm penultimate features, which the paper prescribes for its single-sample updates,
+    each behind its own image encoder when one is set."""
     architecture = network_args.actor_architecture
     if isinstance(architecture, PIDPolicy):
         actor = pid_actor(architecture, env_args, "squashed")
     else:
         actor = SquashedGaussianActor(architecture, env_args.action_dim, normalize_features=True)
-    return actor, QCritic(network_args.critic_architecture, normalize_features=True)
+    critic = QCritic(network_args.critic_architecture, normalize_features=True)
+    encoder, parts = network_args.encoder, env_args.observation_parts
+    return encoded(actor, encoder, parts), encoded(critic, encoder, parts)
 
 
-def merge_statistics(state: AVGState, transition: Transition, gamma: float) -> AVGState:
+def merge_statistics(state: AVGState, transition: Transition, gamma: float, normalizes: bool) -> AVGState:
     """The running statistics merged with the step just collected, before the update reads them:
-    the next observation's moments (the networks' normalisation), and the reward's, discount's and
-    squared return's (the TD error's scale), each env's return so far restarting at an episode's end."""
+    the next observation's moments (the networks' normalisation, when they normalise), and the
+    reward's, discount's and squared return's (the TD error's scale), each env's return so far
+    restarting at an episode's end."""
     discount = gamma * (1.0 - transition.terminated.astype(jnp.float32))
     returns = transition.reward + gamma * state.returns
     return state.replace(
-        obs_moments=state.obs_moments.update(transition.next_obs),
+        obs_moments=state.obs_moments.update(transition.next_obs) if normalizes else state.obs_moments,
         reward_moments=state.reward_moments.update(transition.reward),
         discount_moments=state.discount_moments.update(discount),
         return_moments=state.return_moments.update(jnp.square(returns)),
@@ -158,9 +170,14 @@ def merge_statistics(state: AVGState, transition: Transition, gamma: float) -> A
     )
 
 
-def evaluation_policy(policy: Callable[[AVGState, jax.Array], Any], critic: nn.Module, config: AVGConfig) -> EvalPolicy:
-    """The policy's mode with its entropy; the critic reads the observation normalised by the
-    statistics training left, as it did in training. `policy` is `make_train`'s, pi(.|s) from an
+def evaluation_policy(
+    policy: Callable[[AVGState, jax.Array], Any],
+    critic_view: Callable[[AVGState, jax.Array], jax.Array],
+    critic: nn.Module,
+    config: AVGConfig,
+) -> EvalPolicy:
+    """The policy's mode with its entropy; the critic reads the observation as it did in training
+    (normalised by the statistics training left). `policy` is `make_train`'s, pi(.|s) from an
     observation."""
 
     def greedy(state: AVGState, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -168,6 +185,6 @@ def evaluation_policy(policy: Callable[[AVGState, jax.Array], Any], critic: nn.M
         return pi.mode(), pi.entropy()
 
     def value(state: AVGState, obs: jax.Array, action: jax.Array) -> jax.Array:
-        return critic.apply(state.critic_state.params, state.obs_moments.normalize(obs), action)
+        return critic.apply(state.critic_state.params, critic_view(state, obs), action)
 
     return EvalPolicy(greedy, value, config.gamma, expert=config.expert)
