@@ -19,8 +19,9 @@ from ajax.agents.updates_owed import UpdatesOwed
 from ajax.environments.create import prepare_env
 from ajax.environments.terminations import can_terminate
 from ajax.logging.wandb_logging import LoggingConfig
+from ajax.wrappers import Wrapper
 from tests.conftest import TDMPC2_SMALL, assert_same_state, first_seed
-from tests.probe_envs import ActionReward, EndlessReward, TerminalTwin
+from tests.probe_envs import ActionReward, EndlessReward, LitSideContinuous, TerminalTwin
 
 TINY = {
     "model_size": 1,
@@ -112,6 +113,56 @@ def test_mistakes_are_refused_at_construction(kwargs, match):
 def test_a_discrete_env_is_refused():
     with pytest.raises(ValueError, match="continuous"):
         TDMPC2("CartPole-v1")
+
+
+def test_an_image_encoder_reads_the_frame_inside_the_encoder_that_trains_at_the_scaled_rate():
+    agent = TDMPC2(LitSideContinuous(), encoder="minatar_cnn", **TDMPC2_SMALL)
+    arch = agent.agent_config.arch
+    assert arch.observation_zeros().dtype == jnp.uint8 and arch.observation_zeros().shape == (1, 6, 6, 1)
+    params = jax.eval_shape(WorldModel(arch).init, jax.random.PRNGKey(0), arch.observation_zeros(), jnp.zeros((1, 1)))
+    # The optimiser scales the top-level "encoder" (enc_lr_scale): the convolution sits inside it.
+    assert params["params"]["encoder"]["encoder"]["Conv_0"]["kernel"].shape == (3, 3, 1, 16)
+
+
+def test_an_image_encoder_on_a_dict_observation_is_refused_naming_its_keys():
+    class FrameAndCoin(Wrapper):
+        def observation_space(self, params):
+            return spaces.Dict({"frame": self.env.observation_space(params), "coin": spaces.Box(0.0, 1.0, (1,))})
+
+        def reset_env(self, key, params):
+            obs, state = self.env.reset_env(key, params)
+            return {"frame": obs, "coin": jnp.zeros(1)}, state
+
+        def step_env(self, key, state, action, params):
+            obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
+            return {"frame": obs, "coin": jnp.zeros(1)}, state, reward, terminated, info
+
+    with pytest.raises(ValueError, match=r"reads one frame; .* observes a dict \(coin, frame\)"):
+        TDMPC2(FrameAndCoin(LitSideContinuous()), encoder={"frame": "minatar_cnn"}, **TDMPC2_SMALL)
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_tdmpc2_learns_through_an_image_encoder_where_the_lit_pixel_is():
+    """Calibrated on seeds 0-1 (2026-12-03), model size 1 with a small planner (64 samples, 8
+    elites, 4 from the prior, 2 iterations), 200 seed steps: greedy returns 0.9966, 0.9990 after
+    500 steps and 0.9997, 0.9995 after 1,500 (blind to the frame: 0.9375)."""
+    agent = TDMPC2(
+        LitSideContinuous(),
+        encoder="minatar_cnn",
+        model_size=1,
+        num_samples=64,
+        num_elites=8,
+        num_pi_trajs=4,
+        iterations=2,
+        seed_steps=200,
+        batch_size=64,
+    )
+    _, evaluations = agent.train(
+        seed=[0, 1], n_timesteps=1_500, logging_config=LoggingConfig(log_frequency=1_500), num_episode_test=20
+    )
+    returns = np.asarray(evaluations["Eval/episodic mean reward"])[:, -1]
+    assert (returns >= 0.98).all(), returns
 
 
 # ---------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ajax.agents.base import ENVIRONMENT, ActorCritic
+from ajax.agents.base import ENCODER, ENVIRONMENT, ActorCritic
 from ajax.agents.TDMPC2.core import default_seed_steps, discount_from_episode_length
 from ajax.agents.TDMPC2.networks import SIZES, Architecture, ModelSize
 from ajax.agents.TDMPC2.planner import PlannerConfig
@@ -102,7 +102,7 @@ class TDMPC2(ActorCritic):
         num_q=count(None, optional=True, doc="overrides the preset's number of Q-functions"),
     ) | ENVIRONMENT.with_defaults(
         memory=Hyperparameter(None, _no_memory, "None", doc="none: the latent is read from each observation")
-    )
+    ) | ENCODER
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:
         super().__init__(env_id, **settings)
@@ -112,6 +112,13 @@ class TDMPC2(ActorCritic):
         check_settings(s, size, buffer_size)
         discount, seed_steps, episodic = self._from_env(s, seed_steps)
         planner = planner_config(s, self.env_args.action_dim)
+        parts = self.env_args.observation_parts
+        if parts is not None and len(parts) > 1:
+            raise ValueError(
+                f"{self.name}'s image encoder reads one frame; {self.env_args.env.name} observes a dict "
+                f"({', '.join(part.key for part in parts)}). Join the keys into one image, or use encoder='mlp' "
+                "(the keys read as one flat vector)."
+            )
         arch = Architecture(
             size=size,
             observation_dim=self.env_args.observation_dim,
@@ -120,6 +127,8 @@ class TDMPC2(ActorCritic):
             simnorm_dim=s.simnorm_dim,
             dropout=float(s.dropout),
             episodic=episodic,
+            image_encoder=self.network_args.encoder,
+            parts=self.env_args.observation_parts,
         )
         self.agent_config = agent_config(s, arch, planner, buffer_size, discount, seed_steps)
         self.config["resolved"] = {

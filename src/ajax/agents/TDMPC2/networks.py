@@ -15,6 +15,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from ajax.networks.encoders import Encoded
+from ajax.state import ObservationPart
+
 LAYER_NORM_EPS = 1e-5  # torch's LayerNorm default, the reference's
 
 
@@ -136,6 +139,15 @@ class Architecture:
     episodic: bool = False
     n_tasks: int = 0  # > 0: a learned task embedding of `task_dim` joins every input (multi-task)
     task_dim: int = 0
+    image_encoder: nn.Module | None = None  # reads each stored frame before the encoder's layers
+    parts: tuple[ObservationPart, ...] | None = None  # how observations are kept, with an image encoder
+
+    def observation_zeros(self) -> jax.Array:
+        """One observation as kept: a flat vector, or a frame in its stored dtype."""
+        if self.parts is None:
+            return jnp.zeros((1, self.observation_dim))
+        (part,) = self.parts
+        return jnp.zeros((1, *part.shape), part.dtype)
 
 
 class WorldModel(nn.Module):
@@ -153,7 +165,9 @@ class WorldModel(nn.Module):
         if arch.n_tasks:
             self.task_embedding = nn.Embed(arch.n_tasks, arch.task_dim, embedding_init=embedding_init)
         enc_layers = max(size.num_enc_layers - 1, 1) * (size.enc_dim,)
-        self.encoder = MLP(enc_layers, size.latent_dim, simnorm_dim=arch.simnorm_dim)
+        layers = MLP(enc_layers, size.latent_dim, simnorm_dim=arch.simnorm_dim)
+        # Behind an image encoder both sit under "encoder", which trains at enc_lr_scale times the rate.
+        self.encoder = layers if arch.image_encoder is None else Encoded(arch.image_encoder, layers, arch.parts)
         two = (size.mlp_dim, size.mlp_dim)
         self.dynamics = MLP(two, size.latent_dim, simnorm_dim=arch.simnorm_dim)
         self.reward_head = MLP(two, arch.num_bins, zero_output=True)

@@ -112,7 +112,7 @@ def init_train_states(
     """(model, policy) train states; the model's target parameters are its Q-functions'."""
     arch = config.arch
     task = jnp.zeros((1,), jnp.int32) if arch.n_tasks else None
-    params = networks.model.init(key, jnp.zeros((1, arch.observation_dim)), jnp.zeros((1, arch.action_dim)), task)
+    params = networks.model.init(key, arch.observation_zeros(), jnp.zeros((1, arch.action_dim)), task)
     params = dict(params["params"])
     policy = {POLICY: params.pop(POLICY)}
     model = LoopTrainState.create(

@@ -42,6 +42,7 @@ SINGLE_TASK = TDMPC2.hyperparameters.fixing(
     action_repeat=1,
     env_params=None,
     memory=None,
+    encoder="mlp",  # the datasets hold flat observations
 )
 
 
