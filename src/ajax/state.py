@@ -104,11 +104,12 @@ MASKED = -1e9
 
 @dataclass(frozen=True)
 class ObservationPart:
-    """One array of an observation as an agent with an image encoder keeps it.
+    """One array of an observation as an agent keeps it behind an image encoder, or beside an
+    action mask (which the policy applies and no network reads).
 
     `key` names it in a dict observation (None: the observation is this one array); `dtype`
-    is how it is stored (uint8 for binary and 8-bit images); `scale` what a stored unit is
-    worth to the networks (1/255 for 8-bit pixels).
+    is how it is stored (uint8 for binary and 8-bit images, bool for a mask); `scale` what a
+    stored unit is worth to the networks (1/255 for 8-bit pixels).
     """
 
     key: str | None
@@ -136,9 +137,9 @@ class EnvironmentConfig:
     action_high: tuple[float, ...] = ()
     max_episode_steps: int = 1000
     normalization: NormalizationConfig = NormalizationConfig()
-    # Behind an image encoder, each array of an observation keeps its shape (and binary or 8-bit
-    # images are kept as uint8); None: one flat float32 vector of observation_dim, what every
-    # agent reads by default.
+    # Behind an image encoder, or with an action mask, each array of an observation keeps its
+    # shape (binary or 8-bit images kept as uint8, a mask as bool); None: one flat float32 vector
+    # of observation_dim, what every agent reads by default.
     observation_parts: tuple[ObservationPart, ...] | None = None
 
     @property
