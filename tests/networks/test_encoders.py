@@ -194,11 +194,20 @@ def test_pqn_learns_from_a_dict_observation_through_its_image_key_and_its_vector
     assert (returns >= 0.9).all(), returns
 
 
+REPLAY_SMALL = {"learning_starts": 64, "batch_size": 16, "buffer_size": 256}
+
+
 def test_a_continuous_agent_reads_a_dict_observation_flat():
-    agent = SAC(DictPendulum(), learning_starts=64, batch_size=16, buffer_size=256)
+    agent = SAC(DictPendulum(), **REPLAY_SMALL)
     state, _ = agent.train(seed=0, n_timesteps=128)
     # "angle" (cos, sin) then "velocity": the flat vector Pendulum's own observation is.
     assert agent.env_args.observation_dim == 3 and state.collector_state.last_obs.shape == (1, 1, 3)
+
+
+def test_a_dict_observation_read_flat_goes_through_memory():
+    agent = SAC(DictPendulum(), memory=MemoryConfig("gru", 8), sequence_length=4, **REPLAY_SMALL)
+    state, _ = agent.train(seed=0, n_timesteps=128)
+    assert state.collector_state.last_obs.shape == (1, 1, 3) and agent.network_args.memory is not None
 
 
 def test_apg_refuses_a_dict_observation_it_cannot_differentiate_through():
