@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from ajax.environments.create import prepare_env
+from ajax.environments.create import kept_observations, prepare_env
 from ajax.environments.interaction import Transition, collect_experience, init_collector
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.utils import ExpertInAgentUnits
@@ -73,11 +73,12 @@ def check_dataset(dataset: Any, env_args: EnvironmentConfig, agent: str) -> Data
     if size < 1:
         raise ValueError(f"{agent}'s dataset holds no transition.")
     action_shape = (size, env_args.action_dim) if env_args.continuous else (size,)
+    observation_shape, observation_dtype = _kept_observation(env_args, agent)
     expected = {
-        "obs": (size, env_args.observation_dim),
+        "obs": (size, *observation_shape),
         "action": action_shape,
         "reward": (size,),
-        "next_obs": (size, env_args.observation_dim),
+        "next_obs": (size, *observation_shape),
         "terminated": (size,),
         "truncated": (size,),
     }
@@ -86,7 +87,7 @@ def check_dataset(dataset: Any, env_args: EnvironmentConfig, agent: str) -> Data
         if got != shape:
             raise ValueError(
                 f"{agent}'s dataset does not fit {env_args.env.name}: {name} has shape {got}, expected {shape} "
-                f"({size} transitions, observation_dim={env_args.observation_dim}, action_dim={env_args.action_dim})."
+                f"({size} transitions, observations of shape {observation_shape}, action_dim={env_args.action_dim})."
             )
     if env_args.continuous and float(np.max(np.abs(np.asarray(dataset.action)))) > 1.0 + _UNIT_TOLERANCE:
         raise ValueError(
@@ -94,13 +95,28 @@ def check_dataset(dataset: Any, env_args: EnvironmentConfig, agent: str) -> Data
             "actions with ajax.environments.utils.env_action_to_agent and clip them, or collect with collect_dataset."
         )
     return Dataset(
-        obs=jnp.asarray(dataset.obs, jnp.float32),
+        obs=jnp.asarray(dataset.obs, observation_dtype),
         action=jnp.asarray(dataset.action, jnp.float32 if env_args.continuous else jnp.int32),
         reward=jnp.asarray(dataset.reward, jnp.float32),
-        next_obs=jnp.asarray(dataset.next_obs, jnp.float32),
+        next_obs=jnp.asarray(dataset.next_obs, observation_dtype),
         terminated=jnp.asarray(dataset.terminated, bool),
         truncated=jnp.asarray(dataset.truncated, bool) & ~jnp.asarray(dataset.terminated, bool),
     )
+
+
+def _kept_observation(env_args: EnvironmentConfig, agent: str) -> tuple[tuple[int, ...], str]:
+    """One stored observation's shape and dtype: a flat float32 vector, or a frame as an image
+    encoder keeps it (collect_dataset(..., keep_observations=True) stores it so)."""
+    parts = env_args.observation_parts
+    if parts is None:
+        return (env_args.observation_dim,), "float32"
+    if len(parts) > 1:
+        raise ValueError(
+            f"{agent} learns from a dataset of single-array observations; behind its image encoder "
+            f"{env_args.env.name} observes a dict ({', '.join(str(part.key) for part in parts)}). Join the keys into "
+            "one image, or use encoder='mlp' (the keys read as one flat vector)."
+        )
+    return parts[0].shape, parts[0].dtype
 
 
 def expert_transitions(
@@ -158,8 +174,13 @@ def collect_dataset(
     episode_length: int | None = None,
     action_repeat: int = 1,
     env_params: Any = None,
+    keep_observations: bool = False,
 ) -> Dataset:
     """`n_steps` transitions of `expert` acting in `env`, as one jitted program.
+
+    `keep_observations` stores each observation in its own shape and stored dtype (frames as
+    uint8), as an agent behind an image encoder keeps them; by default they are flat float32
+    vectors. The expert reads them as stored.
 
     `env` is an id, a gymnax-style env object or an `EnvironmentConfig` (`agent.env_args`).
     `expert` is written in env units (a function of raw observations, or a `StatefulExpert`,
@@ -177,6 +198,8 @@ def collect_dataset(
         env_args = prepare_env(
             env, n_envs=n_envs, episode_length=episode_length, action_repeat=action_repeat, env_params=env_params
         )
+    if keep_observations and env_args.observation_parts is None:
+        env_args = kept_observations(env_args, normalized=False)
     if noise < 0 or (noise > 0 and not env_args.continuous):
         raise ValueError(f"noise is a standard deviation in continuous agent units (>= 0), got {noise}.")
     if n_steps < 1 or n_steps % n_envs:

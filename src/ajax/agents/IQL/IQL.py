@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import DISCOUNT, ENVIRONMENT, ActorCritic, two_networks
+from ajax.agents.base import DISCOUNT, ENCODER, ENVIRONMENT, ActorCritic, two_networks
 from ajax.agents.IQL.state import IQLConfig
 from ajax.agents.IQL.train_IQL import make_train
 from ajax.buffers.dataset import check_dataset
@@ -47,6 +47,7 @@ class IQL(ActorCritic):
             batch_size=count(256, doc="transitions per minibatch"),
         )
         | ENVIRONMENT.fixing(n_envs=1)  # only the evaluation steps the env, with its own copies
+        | ENCODER
     )
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:

@@ -39,6 +39,7 @@ from ajax.buffers.dataset import Dataset
 from ajax.evaluate import EvalPolicy
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble, ValueCritic
+from ajax.networks.encoders import encoded
 from ajax.networks.optim import new_train_state
 from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
@@ -73,10 +74,11 @@ def make_train(
     run: RunSettings,
 ):
     config = agent_config
-    actor = TanhMeanGaussianActor(network_args.actor_architecture, env_args.action_dim)
-    critic = QEnsemble(network_args.critic_architecture, n=2)
-    value_network = ValueCritic(network_args.critic_architecture)
-    obs_example = jnp.zeros((1, env_args.observation_dim))
+    encoder, parts = network_args.encoder, env_args.observation_parts  # each network behind its own encoder
+    actor = encoded(TanhMeanGaussianActor(network_args.actor_architecture, env_args.action_dim), encoder, parts)
+    critic = encoded(QEnsemble(network_args.critic_architecture, n=2), encoder, parts)
+    value_network = encoded(ValueCritic(network_args.critic_architecture), encoder, parts)
+    obs_example = env_args.observation_zeros(1)
     action_example = jnp.zeros((1, env_args.action_dim))
 
     def init(key: jax.Array) -> IQLState:
