@@ -168,7 +168,23 @@ class ObservationNoiseWrapper(Wrapper):
         return f"ObservationNoiseWrapper({self.env.name}, {self.std})"
 
 
-class ObservationMask(Wrapper):
+class ObservationMap(Wrapper):
+    """The inner env with `mapped` applied to every observation, at reset and at every step
+    (the final one included): the base of wrappers that change what the agent sees only."""
+
+    def mapped(self, obs: Any) -> Any:
+        raise NotImplementedError
+
+    def step_env(self, key, state, action, params):
+        obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
+        return self.mapped(obs), state, reward, terminated, info
+
+    def reset_env(self, key, params):
+        obs, state = self.env.reset_env(key, params)
+        return self.mapped(obs), state
+
+
+class ObservationMask(ObservationMap):
     """Zero the observation entries where `keep` is False, at reset and at every step.
 
     Hiding part of the state makes a task partially observable: CartPole with its two
@@ -183,19 +199,11 @@ class ObservationMask(Wrapper):
         if (len(self.keep),) != tuple(shape):
             raise ValueError(f"ObservationMask needs one flag per observation entry, {shape}; got {len(self.keep)}.")
 
-    def _masked(self, obs: jax.Array) -> jax.Array:
+    def mapped(self, obs: jax.Array) -> jax.Array:
         return obs * jnp.asarray(self.keep, jnp.result_type(obs))
 
-    def step_env(self, key, state, action, params):
-        obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
-        return self._masked(obs), state, reward, terminated, info
 
-    def reset_env(self, key, params):
-        obs, state = self.env.reset_env(key, params)
-        return self._masked(obs), state
-
-
-class WithoutActionMask(Wrapper):
+class WithoutActionMask(ObservationMap):
     """Drop the `"action_mask"` key from a dict observation: every action becomes allowed.
 
     The ablation that shows what a mask is worth: the same task, the agent left to learn
@@ -211,21 +219,11 @@ class WithoutActionMask(Wrapper):
                 f"WithoutActionMask needs a dict observation with an {ACTION_MASK!r} key; {env.name}'s has none."
             )
 
-    @staticmethod
-    def _unmasked(obs: dict[str, Any]) -> dict[str, Any]:
+    def mapped(self, obs: dict[str, Any]) -> dict[str, Any]:
         return {key: value for key, value in obs.items() if key != ACTION_MASK}
 
     def observation_space(self, params):
-        space = self.env.observation_space(params)
-        return spaces.Dict(self._unmasked(space.spaces))
-
-    def step_env(self, key, state, action, params):
-        obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
-        return self._unmasked(obs), state, reward, terminated, info
-
-    def reset_env(self, key, params):
-        obs, state = self.env.reset_env(key, params)
-        return self._unmasked(obs), state
+        return spaces.Dict(self.mapped(self.env.observation_space(params).spaces))
 
 
 def _observation_fn(env: Any) -> Callable[[jax.Array, Any, Any], Any]:

@@ -66,6 +66,9 @@ class SuiteEnv(environment.Environment):
     def default_params(self) -> SuiteParams:
         return SuiteParams(max_steps_in_episode=self._episode_length)
 
+    def action_space(self, params: Any = None) -> spaces.Discrete:
+        return spaces.Discrete(self.num_actions)
+
     def is_truncated(self, state: SuiteState, params: SuiteParams) -> jax.Array:
         return (state.time >= params.max_steps_in_episode) | state.ended_by_env
 
@@ -98,9 +101,6 @@ class CraftaxEnv(SuiteEnv):
     def num_actions(self) -> int:
         return int(self._game.num_actions)
 
-    def action_space(self, params: Any = None) -> spaces.Discrete:
-        return spaces.Discrete(int(self._game.num_actions))
-
     def observation_space(self, params: Any = None) -> spaces.Box:
         space = self._game.observation_space(self._game.default_params)
         return _box(space.low, space.high, space.shape, space.dtype)
@@ -124,9 +124,6 @@ class NavixEnv(SuiteEnv):
     @property
     def num_actions(self) -> int:
         return len(self._game.action_set)
-
-    def action_space(self, params: Any = None) -> spaces.Discrete:
-        return spaces.Discrete(len(self._game.action_set))
 
     def observation_space(self, params: Any = None) -> spaces.Box:
         space = self._game.observation_space
@@ -172,9 +169,6 @@ class JumanjiEnv(SuiteEnv):
     @property
     def num_actions(self) -> int:
         return int(self._game.action_spec.num_values)
-
-    def action_space(self, params: Any = None) -> spaces.Discrete:
-        return spaces.Discrete(self.num_actions)
 
     def observation_space(self, params: Any = None) -> spaces.Dict:
         def space(array: jax.ShapeDtypeStruct) -> spaces.Box:
