@@ -404,17 +404,7 @@ class ActorCritic:
         here on. Observations with an action mask are kept as they are even for encoder='mlp', so the
         mask reaches the policy apart from what the networks read."""
         what = "an action mask" if encoder == FLAT else "an image encoder"
-        if isinstance(self.env_args.env, PIDTerms):
-            raise ValueError(
-                f"A PID actor reads its error terms from a flat observation; {self.name} with a PIDPolicy takes "
-                "encoder='mlp'."
-            )
-        if self.extensions.extensions:
-            names = ", ".join(type(extension).__name__ for extension in self.extensions.extensions)
-            raise ValueError(
-                f"{self.name} with {what} takes no extensions yet (got {names}): the extensions read flat "
-                "observations. Drop the extensions" + (", or use encoder='mlp'." if encoder != FLAT else ".")
-            )
+        self._refuse_flat_readers(encoder)
         kept = kept_observations(self.env_args, normalized=normalize_observations)
         if self.network_args.memory is not None and (masked or isinstance(kept.observation_shape, dict)):
             reads = "an action mask" if masked else "a dict observation behind an image encoder"
@@ -433,6 +423,22 @@ class ActorCritic:
             )
         self.env_args = kept
         return dataclasses.replace(self.network_args, encoder=module or flat_keys(kept.observation_parts))
+
+    def _refuse_flat_readers(self, encoder: Any) -> None:
+        """Refuse what reads observations as one flat vector (a PID actor, the extensions) once
+        they keep their shapes."""
+        what = "an action mask" if encoder == FLAT else "an image encoder"
+        if isinstance(self.env_args.env, PIDTerms):
+            raise ValueError(
+                f"A PID actor reads its error terms from a flat observation; {self.name} with a PIDPolicy takes "
+                "encoder='mlp'."
+            )
+        if self.extensions.extensions:
+            names = ", ".join(type(extension).__name__ for extension in self.extensions.extensions)
+            raise ValueError(
+                f"{self.name} with {what} takes no extensions yet (got {names}): the extensions read flat "
+                "observations. Drop the extensions" + (", or use encoder='mlp'." if encoder != FLAT else ".")
+            )
 
     def _check_action_masks(self) -> None:
         """Refuse an env whose observations carry an action mask where this agent would not apply it."""

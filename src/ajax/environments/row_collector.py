@@ -16,7 +16,6 @@ write position is read from the unbatched row counter, so every seed writes the 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -34,7 +33,7 @@ class Rows:
     """Rows with leading axes (n_envs,) at collection, (n_envs, capacity) in the replay,
     (batch, length) in a sampled sequence."""
 
-    obs: jax.Array
+    obs: Any  # as the agent keeps it: one array or a dict
     action: jax.Array
     reward: jax.Array  # paid on arriving at obs
     is_first: jax.Array
@@ -52,7 +51,7 @@ class RowCarry:
     is_first: jax.Array
     is_last: jax.Array
     is_terminal: jax.Array
-    reset_obs: jax.Array
+    reset_obs: Any  # an observation as kept: one array or a dict
     policy: Any
 
 
@@ -60,8 +59,8 @@ class RowCarry:
 RowPolicy = Callable[[BaseAgentState, Any, jax.Array, jax.Array, jax.Array], tuple[jax.Array, Any, Any]]
 
 
-def initial_row_carry(last_obs: jax.Array, policy_carry: Any) -> RowCarry:
-    n = last_obs.shape[0]
+def initial_row_carry(last_obs: Any, policy_carry: Any) -> RowCarry:
+    n = jax.tree.leaves(last_obs)[0].shape[0]
     false = jnp.zeros((n,), bool)
     return RowCarry(jnp.zeros((n,)), jnp.ones((n,), bool), false, false, last_obs, policy_carry)
 
@@ -93,7 +92,7 @@ def collect_row(state: BaseAgentState, policy: RowPolicy, env_args: EnvironmentC
         step_key, collector.env_state, action, env_args
     )
     resetting = carry.is_last  # the env reset itself when the last step ended: this tick emits its first row
-    env_state = jax.tree.map(functools.partial(per_env_where, resetting), collector.env_state, env_state)
+    env_state = per_env_where(resetting, collector.env_state, env_state)
     done = (terminated | truncated) & ~resetting
     arrived = per_env_where(done, final_obs, next_obs)
     reward = jnp.where(resetting, 0.0, reward)
@@ -119,9 +118,10 @@ def collect_row(state: BaseAgentState, policy: RowPolicy, env_args: EnvironmentC
     return nonfinite.record(state, nonfinite.env_kinds([step])), row
 
 
-def per_env_where(flag: jax.Array, value: jax.Array, otherwise: jax.Array) -> jax.Array:
-    """`value` for the envs where `flag` (n_envs,) holds, `otherwise` elsewhere, whatever the trailing shape."""
-    return jnp.where(flag.reshape(-1, *([1] * (value.ndim - 1))), value, otherwise)
+def per_env_where(flag: jax.Array, value: Any, otherwise: Any) -> Any:
+    """`value` for the envs where `flag` (n_envs,) holds, `otherwise` elsewhere, whatever the trailing
+    shape; a dict observation key by key."""
+    return jax.tree.map(lambda v, o: jnp.where(flag.reshape(-1, *([1] * (v.ndim - 1))), v, o), value, otherwise)
 
 
 def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:

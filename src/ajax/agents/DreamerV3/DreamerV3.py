@@ -8,11 +8,26 @@ from typing import Any, ClassVar
 
 from ajax.agents.base import ENVIRONMENT, ActorCritic
 from ajax.agents.DreamerV3.networks import SIZES
+from ajax.agents.DreamerV3.observations import image_stages, is_image
 from ajax.agents.DreamerV3.state import DreamerV3Config, LossScales
 from ajax.agents.DreamerV3.train_DreamerV3 import make_train
 from ajax.checks import require_counts
+from ajax.environments.create import kept_observations
 from ajax.extensions import LOOP_PHASES
 from ajax.hyperparameters import Hyperparameter, Hyperparameters, Settings, count, keywords, number
+from ajax.networks.encoders import FLAT
+from ajax.state import NetworkConfig
+
+CNN = "cnn"  # the reference's image encoder, with its image decoder
+
+
+def _encoder(name: str, value: Any) -> None:
+    if not isinstance(value, str) or value not in (FLAT, CNN):
+        raise ValueError(
+            f"{name} must be 'mlp' (the observation read as one vector) or 'cnn' (the reference's CNN on images, "
+            f"with its image decoder), got {value!r}. DreamerV3 reconstructs what it reads, so the encoders of the "
+            "other agents, which have no decoder, are not among them."
+        )
 
 
 def _model_size(name: str, value: Any) -> None:
@@ -39,8 +54,9 @@ def _recurrent_by_design(name: str, value: Any) -> None:
 class DreamerV3(ActorCritic):
     """A world model learned from replayed sequences, and an actor and critic trained in its imagination.
 
-    Discrete and continuous actions; observations are flattened vectors (images too, as
-    everywhere in Ajax), read in symlog space. `model_size` fixes the widths ("1m", "12m",
+    Discrete and continuous actions; observations are read as one vector in symlog space, or
+    with `encoder="cnn"` images through the reference's CNN and reconstructed by its image
+    decoder (vectors beside them in a dict through the MLP). `model_size` fixes the widths ("1m", "12m",
     "25m", "50m", "100m", "200m", "400m": the reference's presets). Defaults are the
     reference's (danijar/dreamerv3, `configs.yaml`) for vector observations: the 1m model
     (its `dmc_proprio` size), 16 envs, sequences of 16 x 64 rows, train ratio 32 (replayed
@@ -75,6 +91,9 @@ class DreamerV3(ActorCritic):
             LossScales.representation, "[0, inf)", doc="the representation KL's weight (0 frees the posterior)"
         ),
         free_nats=number(DreamerV3Config.free_nats, "[0, inf)", doc="the KL terms count only above this floor"),
+        encoder=Hyperparameter(
+            FLAT, _encoder, "'mlp', 'cnn'", doc="'cnn': the reference's CNN and image decoder (docs/world_models.md)"
+        ),
     ) | ENVIRONMENT.with_defaults(
         n_envs=16,
         memory=Hyperparameter(None, _recurrent_by_design, "None", doc="none: the RSSM carries its own latent"),
@@ -99,6 +118,22 @@ class DreamerV3(ActorCritic):
             free_nats=float(s.free_nats),
             scales=LossScales(representation=float(s.representation_scale)),
         )
+
+    def _behind_encoder(self, encoder: Any, normalize_observations: bool, masked: bool) -> NetworkConfig:
+        """The reference's CNN on the observation's images: each array keeps its shape from here
+        on, images as uint8 in replay. (DreamerV3 normalises nothing, and an action mask was
+        refused before.)"""
+        del normalize_observations, masked
+        self._refuse_flat_readers(encoder)
+        kept = kept_observations(self.env_args, normalized=False)
+        if not any(is_image(part) for part in kept.observation_parts):
+            raise ValueError(
+                f"DreamerV3's encoder='cnn' reads images of shape (height, width, channels), but this env's "
+                f"observations have shape {kept.observation_shape}. Use encoder='mlp' for vector observations."
+            )
+        image_stages(kept.observation_parts)
+        self.env_args = kept
+        return self.network_args
 
 
 def check_replay(s: Settings) -> None:

@@ -43,7 +43,7 @@ from ajax.agents.DreamerV3.networks import (
     sample_one_hot,
 )
 from ajax.agents.DreamerV3.state import DreamerV3Config
-from ajax.distributional import bins_mean, symexp, symlog, symlog_bins, two_hot_cross_entropy
+from ajax.distributional import bins_mean, symexp, symlog_bins, two_hot_cross_entropy
 from ajax.environments.row_collector import Rows
 from ajax.normalizers import PercentileScale, denominator
 
@@ -103,9 +103,9 @@ class Parts:
 def world_model_loss(parts: Parts, params: Any, rows: Rows, context: Rows, key: jax.Array):
     """The posterior over the trained rows and the world model's five losses, each (B, T).
 
-    The reference's `Agent.loss` with `RSSM.loss`: reconstruction (symlog
-    MSE), reward (two-hot), continuation (binary, target `continue_target`), and the dynamics
-    and representation halves of the balanced KL (`kl_balance`). The posterior starts
+    The reference's `Agent.loss` with `RSSM.loss`: reconstruction (symlog MSE of vectors, MSE
+    of images' pixels), reward (two-hot), continuation (binary, target `continue_target`), and
+    the dynamics and representation halves of the balanced KL (`kl_balance`). The posterior starts
     from the context row's stored latent; a reset zeroes it.
     """
     model, config = parts.model, parts.config
@@ -127,10 +127,9 @@ def world_model_loss(parts: Parts, params: Any, rows: Rows, context: Rows, key: 
     prior_logits = model.apply(model_params, posterior.deter, method=WorldModel.prior)
     dynamics, representation = kl_balance(posterior_logits, prior_logits, config.free_nats)
     feat = features(posterior)
-    decoded = model.apply(model_params, feat, method=WorldModel.decode)
     continuation = continue_target(rows.is_terminal, config.horizon)
     losses = WorldModelLosses(
-        reconstruction_loss=jnp.sum(jnp.square(decoded - symlog(rows.obs)), -1),
+        reconstruction_loss=model.apply(model_params, feat, rows.obs, method=WorldModel.reconstruction_loss),
         reward_loss=parts.two_hot_loss(model.apply(model_params, feat, method=WorldModel.reward_logits), rows.reward),
         continuation_loss=optax.sigmoid_binary_cross_entropy(
             model.apply(model_params, feat, method=WorldModel.continue_logit), continuation

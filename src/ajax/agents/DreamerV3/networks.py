@@ -1,6 +1,7 @@
 """DreamerV3's networks: the world model (encoder, RSSM, decoder, reward and continue heads),
 the actor and the critic, as the reference builds them (danijar/dreamerv3, `rssm.py`,
-`agent.py`, `embodied/jax/heads.py`) for vector observations.
+`agent.py`, `embodied/jax/heads.py`), for vector observations and, through
+`observations.py`, images.
 
 The RSSM's state is a deterministic part h (a block-diagonal GRU of `deter` units in 8
 blocks) and a stochastic part z (32 one-hot categoricals of `classes` classes, sampled with
@@ -20,8 +21,10 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from ajax.agents.DreamerV3.observations import ObservationDecoder, ObservationEncoder, reconstruction_loss
 from ajax.distributional import symlog, unimix_logits
 from ajax.networks.world_model import BlockLinear, NormedMLP, dense
+from ajax.state import ObservationPart
 
 N_BINS = 255  # two-hot bins of the reward and value heads
 MIN_STD, MAX_STD = 0.1, 1.0  # the continuous actor's bounded standard deviation
@@ -37,6 +40,11 @@ class ModelSize:
     units: int
     stoch: int = 32
     blocks: int = 8
+
+    @property
+    def depth(self) -> int:
+        """The image CNN's channel unit: units / 16 in every preset of the reference (4 at 1m, 64 at 200m)."""
+        return self.units // 16
 
 
 def _named(d: int) -> ModelSize:
@@ -149,18 +157,27 @@ class RSSM(nn.Module):
 
 
 class WorldModel(nn.Module):
-    """Encoder, RSSM, decoder, reward and continue heads over flattened vector observations."""
+    """Encoder, RSSM, decoder, reward and continue heads.
+
+    Observations are one flat vector of `obs_dim`, or, with `parts`, arrays kept in their own
+    shapes, images read by the reference's CNN (`observations.py`).
+    """
 
     size: ModelSize
     obs_dim: int
     unimix: float = 0.01
+    parts: tuple[ObservationPart, ...] | None = None
 
     def setup(self) -> None:
-        units = self.size.units
-        self.encoder = NormedMLP(3, units)
+        size, units = self.size, self.size.units
+        if self.parts is None:
+            self.encoder = NormedMLP(3, units)
+            self.decoder = NormedMLP(3, units)
+            self.decoder_out = dense(self.obs_dim)
+        else:
+            self.encoder = ObservationEncoder(self.parts, units, size.depth)
+            self.decoder = ObservationDecoder(self.parts, units, size.depth, size.deter)
         self.rssm = RSSM(self.size, self.unimix)
-        self.decoder = NormedMLP(3, units)
-        self.decoder_out = dense(self.obs_dim)
         self.reward_mlp = NormedMLP(1, units)
         self.reward_out = dense(N_BINS, outscale=0.0)
         self.continue_mlp = NormedMLP(1, units)
@@ -175,13 +192,23 @@ class WorldModel(nn.Module):
     def prior(self, deter: jax.Array) -> jax.Array:
         return self.rssm.prior(deter)
 
-    def encode(self, obs: jax.Array) -> jax.Array:
-        """The embedding e of an observation, read in symlog space (any scale of input)."""
-        return self.encoder(symlog(obs))
+    def encode(self, obs: Any) -> jax.Array:
+        """The embedding e of an observation; vectors are read in symlog space (any scale of input)."""
+        if self.parts is None:
+            return self.encoder(symlog(obs))
+        return self.encoder(obs)
 
-    def decode(self, feat: jax.Array) -> jax.Array:
-        """The predicted observation, in symlog space (the reconstruction is a symlog MSE)."""
-        return self.decoder_out(self.decoder(feat))
+    def decode(self, feat: jax.Array) -> Any:
+        """The predicted observation: symlog vectors (the reconstruction is a symlog MSE), images in [0, 1]."""
+        if self.parts is None:
+            return self.decoder_out(self.decoder(feat))
+        return self.decoder(feat)
+
+    def reconstruction_loss(self, feat: jax.Array, obs: Any) -> jax.Array:
+        """Each row's squared error of the decoded observation, summed over its values."""
+        if self.parts is None:
+            return jnp.sum(jnp.square(self.decode(feat) - symlog(obs)), -1)
+        return reconstruction_loss(self.decode(feat), obs, self.parts)
 
     def reward_logits(self, feat: jax.Array) -> jax.Array:
         return self.reward_out(self.reward_mlp(feat))

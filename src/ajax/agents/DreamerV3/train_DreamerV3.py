@@ -84,7 +84,7 @@ def make_train(
     del network_args  # DreamerV3's sizes are its model size's
     config = agent_config
     size, n_envs, continuous = config.size, env_args.n_envs, env_args.continuous
-    model = WorldModel(size, env_args.observation_dim, config.unimix)
+    model = WorldModel(size, env_args.observation_dim, config.unimix, env_args.observation_parts)
     actor = Actor(size.units, env_args.action_dim, continuous)
     critic = Critic(size.units)
     objective = make_objective(model, actor, critic, config)
@@ -103,7 +103,7 @@ def make_train(
         latent, action = policy_carry(1)
         feat = features(latent)
         params = {
-            "model": model.init(model_key, latent, action, jnp.zeros((1, env_args.observation_dim))),
+            "model": model.init(model_key, latent, action, env_args.observation_zeros(1)),
             "actor": actor.init(actor_key, feat),
             "critic": critic.init(critic_key, feat),
         }
@@ -197,7 +197,8 @@ def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: Envi
         params = state.actor_state.params
         latent, previous = carry
         embedding = model.apply(params["model"], obs, method=WorldModel.encode)
-        first = jnp.zeros(obs.shape[:1], bool)  # each evaluation episode starts from the initial latent
+        # each evaluation episode starts from the initial latent
+        first = jnp.zeros(jax.tree.leaves(obs)[0].shape[:1], bool)
         latent, _ = observe_step(model, params["model"], latent, previous, embedding, first, mode_one_hot)
         policy = actor.apply(params["actor"], features(latent))
         action = jnp.clip(policy.mode(), -1.0, 1.0) if continuous else policy.mode()
