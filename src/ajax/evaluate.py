@@ -185,13 +185,15 @@ def discounted_returns(reward: jax.Array, done: jax.Array, gamma: float) -> jax.
 
 
 def flatten_metrics(aux: Any) -> dict[str, jax.Array]:
-    """An update's metrics, nested one level, as "group/name" (TD3's value/critic_loss)."""
+    """An update's metrics, nested one level, as "group/name" (TD3's value/critic_loss); a metric
+    left None (a loss this configuration does not have) is not logged."""
     flat: dict[str, jax.Array] = {}
     tree = serialization.to_state_dict(aux) if aux is not None else {}
     for group, values in (tree or {}).items():
         if isinstance(values, dict):
             for name, value in values.items():
-                flat[name if group == "extensions" else f"{group}/{name}"] = value
+                if value is not None:
+                    flat[name if group == "extensions" else f"{group}/{name}"] = value
         else:
             flat[group] = values
     return flat

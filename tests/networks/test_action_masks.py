@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import DQN, PPO, PQN, SAC, UDRL, DAgger, DreamerV3
+from ajax import DQN, PPO, PQN, SAC, UDRL, DAgger
 from ajax.environments.interaction import epsilon_greedy
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import ActionMasked
@@ -88,14 +88,6 @@ def test_the_forbidden_action_is_never_taken_though_it_would_pay_the_most(agent,
     if agent is DQN:  # and the replay holds no forbidden action
         stored = np.asarray(state.collector_state.buffer_state.experience.action)
         assert set(np.unique(stored)) == {0, 1}
-
-
-def test_an_agent_that_does_not_apply_masks_refuses_an_env_that_has_one():
-    with pytest.raises(
-        ValueError,
-        match=r"'action_mask', which DreamerV3 does not apply yet.*APO, DAgger, DQN, PPO, PQN, UDRL apply it",
-    ):
-        DreamerV3(MaskedBestAction())
 
 
 def test_a_mask_on_continuous_actions_is_refused():

@@ -291,8 +291,6 @@ class ActorCritic:
     # The PID actor an `actor_architecture=PIDPolicy(...)` builds ("deterministic", "squashed",
     # "gaussian": `ajax.modules.pid_actor.FORMS`); None: the agent refuses a PIDPolicy.
     pid_actor_form: ClassVar[str | None] = None
-    # Whether the agent applies the action mask some envs' dict observations carry (`ACTION_MASK`).
-    takes_action_masks: ClassVar[bool] = False
     # Whether a named image encoder normalises its layers as the agent's own do (PQN's LayerNorm).
     encoder_layer_norm: ClassVar[bool] = False
     # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
@@ -441,18 +439,12 @@ class ActorCritic:
             )
 
     def _check_action_masks(self) -> None:
-        """Refuse an env whose observations carry an action mask where this agent would not apply it."""
+        """Refuse an action mask on continuous actions. Every agent that acts in discrete spaces
+        applies the mask some envs' dict observations carry (`ACTION_MASK`)."""
         if self.env_args.continuous:
             raise ValueError(
                 f"{self.env_args.env.name}'s observations carry an {ACTION_MASK!r}, but its actions are continuous: "
                 "a mask says which discrete actions are allowed. Drop the key from the observation."
-            )
-        if not self.takes_action_masks:
-            takers = _agents_that(lambda agent: agent.takes_action_masks)
-            raise ValueError(
-                f"{self.env_args.env.name}'s observations carry an {ACTION_MASK!r}, which {self.name} does not apply "
-                f"yet: it would take the actions the mask forbids. {takers} apply it; use one of them, or drop the "
-                "key from the observation."
             )
 
     def _with_pid_terms(self, policy: PIDPolicy, memory: Any, normalize_observations: bool) -> EnvironmentConfig:

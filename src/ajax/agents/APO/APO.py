@@ -36,7 +36,6 @@ class APO(ActorCritic):
     """
 
     name: ClassVar[str] = "APO"
-    takes_action_masks: ClassVar[bool] = True  # a dict observation's action mask (docs/observations.md)
     pid_actor_form: ClassVar[str | None] = "gaussian"
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}

@@ -23,7 +23,6 @@ class DAgger(ActorCritic):
     """
 
     name: ClassVar[str] = "DAgger"
-    takes_action_masks: ClassVar[bool] = True  # a dict observation's action mask (docs/observations.md)
     continuous: ClassVar[bool | None] = None
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(Labelled)  # the aggregated dataset's rows

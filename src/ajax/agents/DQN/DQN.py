@@ -25,7 +25,6 @@ class DQN(ActorCritic):
     """
 
     name: ClassVar[str] = "DQN"
-    takes_action_masks: ClassVar[bool] = True  # a dict observation's action mask (docs/observations.md)
     continuous: ClassVar[bool | None] = False
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss"}
     make_train = staticmethod(make_train)

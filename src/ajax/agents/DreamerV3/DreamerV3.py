@@ -16,7 +16,7 @@ from ajax.environments.create import kept_observations
 from ajax.extensions import LOOP_PHASES
 from ajax.hyperparameters import Hyperparameter, Hyperparameters, Settings, count, keywords, number
 from ajax.networks.encoders import FLAT
-from ajax.state import NetworkConfig
+from ajax.state import ACTION_MASK, NetworkConfig
 
 CNN = "cnn"  # the reference's image encoder, with its image decoder
 
@@ -120,18 +120,25 @@ class DreamerV3(ActorCritic):
         )
 
     def _behind_encoder(self, encoder: Any, normalize_observations: bool, masked: bool) -> NetworkConfig:
-        """The reference's CNN on the observation's images: each array keeps its shape from here
-        on, images as uint8 in replay. (DreamerV3 normalises nothing, and an action mask was
-        refused before.)"""
-        del normalize_observations, masked
+        """Each array of the observation keeps its shape from here on, images as uint8 in replay:
+        for the reference's CNN on the images, and for an action mask, which the policy applies
+        and a head of the world model learns to predict. (DreamerV3 normalises nothing.)"""
+        del normalize_observations
         self._refuse_flat_readers(encoder)
         kept = kept_observations(self.env_args, normalized=False)
-        if not any(is_image(part) for part in kept.observation_parts):
+        read = tuple(part for part in kept.observation_parts if part.key != ACTION_MASK)
+        images = {part.key: part.shape for part in read if is_image(part)}
+        if encoder == CNN and not images:
             raise ValueError(
                 f"DreamerV3's encoder='cnn' reads images of shape (height, width, channels), but this env's "
                 f"observations have shape {kept.observation_shape}. Use encoder='mlp' for vector observations."
             )
-        image_stages(kept.observation_parts)
+        if encoder == FLAT and masked and images:
+            raise ValueError(
+                f"DreamerV3 with an action mask reads the other keys in their shapes, and the images {images} "
+                "through its CNN: pass encoder='cnn'."
+            )
+        image_stages(read)
         self.env_args = kept
         return self.network_args
 

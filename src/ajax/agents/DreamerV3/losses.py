@@ -38,7 +38,10 @@ from ajax.agents.DreamerV3.networks import (
     Latent,
     WorldModel,
     features,
+    masked,
     observe_sampled,
+    observed_mask,
+    predicted_mask,
     rssm_action,
     sample_one_hot,
 )
@@ -57,6 +60,7 @@ class WorldModelLosses:
     continuation_loss: jax.Array
     dynamics_loss: jax.Array
     representation_loss: jax.Array
+    action_mask_loss: jax.Array | None = None  # on an env whose observations carry an action mask
 
 
 @struct.dataclass
@@ -91,7 +95,15 @@ class Parts:
         return two_hot_cross_entropy(logits, target, self.bins)
 
     def pi(self, params: Any, latent: Latent) -> distrax.Distribution:
-        return self.actor.apply(params["actor"], features(latent))
+        return self.policy(params, features(latent))
+
+    def policy(self, params: Any, feat: jax.Array) -> distrax.Distribution:
+        """The actor at imagined states; on a masked env it keeps to the actions the mask head allows."""
+        policy = self.actor.apply(params["actor"], feat)
+        if not self.model.mask_actions:
+            return policy
+        allowed = self.model.apply(sg(params["model"]), feat, method=WorldModel.allowed_logits)
+        return masked(policy, predicted_mask(allowed))
 
     def imagine(self, params: Any, latent: Latent, action: jax.Array, key: jax.Array) -> Latent:
         """The RSSM's prior step, read as the equations write it: h' = f(h, z, a), z' ~ p(z | h')."""
@@ -136,8 +148,15 @@ def world_model_loss(parts: Parts, params: Any, rows: Rows, context: Rows, key: 
         ),
         dynamics_loss=dynamics,
         representation_loss=representation,
+        action_mask_loss=action_mask_loss(model, model_params, feat, rows.obs) if model.mask_actions else None,
     )
     return posterior, losses
+
+
+def action_mask_loss(model: WorldModel, model_params: Any, feat: jax.Array, obs: Any) -> jax.Array:
+    """Each row's binary cross-entropy of the mask head against the observed mask, summed over actions."""
+    logits = model.apply(model_params, feat, method=WorldModel.allowed_logits)
+    return optax.sigmoid_binary_cross_entropy(logits, observed_mask(obs).astype(jnp.float32)).sum(-1)
 
 
 def imagined_trajectories(parts: Parts, params: Any, starts: Latent, key: jax.Array) -> tuple[Latent, jax.Array]:
@@ -186,7 +205,7 @@ def behaviour_loss(
     ret = lambda_returns(reward, continues, sg(value), config.lam)  # (H, N)
     scale = normalizers.update(scale, ret)
     advantage = advantages(ret, sg(value[:-1]), denominator(scale))
-    policy = parts.actor.apply(params["actor"], feat)
+    policy = parts.policy(params, feat)
     entropy = policy.entropy()[:-1]
     actor_loss = policy_loss(policy.log_prob(actions)[:-1], entropy, advantage, weight[:-1], config.actor_entropy)
     value_loss = weight[:-1] * (
@@ -259,6 +278,7 @@ def make_objective(model: WorldModel, actor: Actor, critic: Critic, config: Drea
             + scales.continuation * jnp.mean(model_losses.continuation_loss)
             + scales.dynamics * jnp.mean(model_losses.dynamics_loss)
             + scales.representation * jnp.mean(model_losses.representation_loss)
+            + (0.0 if model.mask_actions == 0 else scales.action_mask * jnp.mean(model_losses.action_mask_loss))
             + scales.policy * behaviour_losses.policy_loss
             + scales.value * behaviour_losses.value_loss
             + scales.replay_value * behaviour_losses.replay_value_loss

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from ajax.agents.DreamerV3.observations import ObservationDecoder, ObservationEncoder, reconstruction_loss
 from ajax.distributional import symlog, unimix_logits
 from ajax.networks.world_model import BlockLinear, NormedMLP, dense
-from ajax.state import ObservationPart
+from ajax.state import ACTION_MASK, MASKED, ObservationPart
 
 N_BINS = 255  # two-hot bins of the reward and value heads
 MIN_STD, MAX_STD = 0.1, 1.0  # the continuous actor's bounded standard deviation
@@ -167,6 +167,7 @@ class WorldModel(nn.Module):
     obs_dim: int
     unimix: float = 0.01
     parts: tuple[ObservationPart, ...] | None = None
+    mask_actions: int = 0  # with an action mask: the number of actions its head predicts
 
     def setup(self) -> None:
         size, units = self.size, self.size.units
@@ -175,8 +176,12 @@ class WorldModel(nn.Module):
             self.decoder = NormedMLP(3, units)
             self.decoder_out = dense(self.obs_dim)
         else:
-            self.encoder = ObservationEncoder(self.parts, units, size.depth)
-            self.decoder = ObservationDecoder(self.parts, units, size.depth, size.deter)
+            read = tuple(part for part in self.parts if part.key != ACTION_MASK)  # a mask is predicted, not read
+            self.encoder = ObservationEncoder(read, units, size.depth)
+            self.decoder = ObservationDecoder(read, units, size.depth, size.deter)
+        if self.mask_actions:
+            self.mask_mlp = NormedMLP(1, units)
+            self.mask_out = dense(self.mask_actions)
         self.rssm = RSSM(self.size, self.unimix)
         self.reward_mlp = NormedMLP(1, units)
         self.reward_out = dense(N_BINS, outscale=0.0)
@@ -208,7 +213,11 @@ class WorldModel(nn.Module):
         """Each row's squared error of the decoded observation, summed over its values."""
         if self.parts is None:
             return jnp.sum(jnp.square(self.decode(feat) - symlog(obs)), -1)
-        return reconstruction_loss(self.decode(feat), obs, self.parts)
+        return reconstruction_loss(self.decode(feat), obs, self.encoder.parts)
+
+    def allowed_logits(self, feat: jax.Array) -> jax.Array:
+        """Each action's logit of being allowed: imagination has no observation to read a mask from."""
+        return self.mask_out(self.mask_mlp(feat))
 
     def reward_logits(self, feat: jax.Array) -> jax.Array:
         return self.reward_out(self.reward_mlp(feat))
@@ -216,10 +225,11 @@ class WorldModel(nn.Module):
     def continue_logit(self, feat: jax.Array) -> jax.Array:
         return self.continue_out(self.continue_mlp(feat))[..., 0]
 
-    def __call__(self, latent: Latent, action: jax.Array, obs: jax.Array) -> tuple[jax.Array, ...]:
+    def __call__(self, latent: Latent, action: jax.Array, obs: jax.Array) -> tuple[Any, ...]:
         posterior, prior = self.rssm(latent, action, self.encode(obs))
         feat = features(latent)
-        return posterior, prior, self.decode(feat), self.reward_logits(feat), self.continue_logit(feat)
+        heads = (self.decode(feat), self.reward_logits(feat), self.continue_logit(feat))
+        return posterior, prior, *heads, *((self.allowed_logits(feat),) if self.mask_actions else ())
 
 
 class Actor(nn.Module):
@@ -252,6 +262,24 @@ class Critic(nn.Module):
     @nn.compact
     def __call__(self, feat: jax.Array) -> jax.Array:
         return dense(N_BINS, outscale=0.0, name="logits")(NormedMLP(3, self.units)(feat))
+
+
+def masked(policy: distrax.Distribution, allowed: jax.Array | None) -> distrax.Distribution:
+    """A categorical policy with the actions `allowed` forbids at zero probability (None: unmasked)."""
+    if allowed is None:
+        return policy
+    return distrax.Categorical(logits=jnp.where(allowed, policy.logits, MASKED))
+
+
+def observed_mask(obs: Any) -> jax.Array | None:
+    """The observation's action mask, or None where it carries none."""
+    return obs[ACTION_MASK] if isinstance(obs, dict) and ACTION_MASK in obs else None
+
+
+def predicted_mask(allowed_logits: jax.Array) -> jax.Array:
+    """The actions the mask head calls allowed (p > 1/2); all of them where it allows none."""
+    allowed = allowed_logits > 0.0
+    return allowed | ~allowed.any(-1, keepdims=True)
 
 
 def rssm_action(actor: Actor, action: jax.Array) -> jax.Array:

@@ -29,6 +29,7 @@ class LossScales:
     reconstruction: float = 1.0
     reward: float = 1.0
     continuation: float = 1.0
+    action_mask: float = 1.0  # Ajax's: the head that predicts the allowed actions, on masked envs only
     dynamics: float = 1.0
     representation: float = 0.1
     policy: float = 1.0

@@ -39,9 +39,11 @@ from ajax.agents.DreamerV3.networks import (
     WorldModel,
     features,
     initial_latent,
+    masked,
     mode_one_hot,
     observe_sampled,
     observe_step,
+    observed_mask,
     rssm_action,
 )
 from ajax.agents.DreamerV3.state import DreamerV3Config, DreamerV3State
@@ -84,7 +86,8 @@ def make_train(
     del network_args  # DreamerV3's sizes are its model size's
     config = agent_config
     size, n_envs, continuous = config.size, env_args.n_envs, env_args.continuous
-    model = WorldModel(size, env_args.observation_dim, config.unimix, env_args.observation_parts)
+    mask_actions = env_args.action_dim if env_args.action_masked else 0
+    model = WorldModel(size, env_args.observation_dim, config.unimix, env_args.observation_parts, mask_actions)
     actor = Actor(size.units, env_args.action_dim, continuous)
     critic = Critic(size.units)
     objective = make_objective(model, actor, critic, config)
@@ -144,7 +147,8 @@ def make_train(
         latent, previous = carry
         embedding = model.apply(params["model"], obs, method=WorldModel.encode)
         latent, _ = observe_sampled(model, params["model"], latent, previous, embedding, first, latent_key)
-        action = env_action(actor.apply(params["actor"], features(latent)).sample(seed=action_key))
+        policy = masked(actor.apply(params["actor"], features(latent)), observed_mask(obs))
+        action = env_action(policy.sample(seed=action_key))
         return action, (latent, rssm_action(actor, action)), latent
 
     def collect(state: DreamerV3State, tick: jax.Array) -> DreamerV3State:
@@ -200,7 +204,7 @@ def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: Envi
         # each evaluation episode starts from the initial latent
         first = jnp.zeros(jax.tree.leaves(obs)[0].shape[:1], bool)
         latent, _ = observe_step(model, params["model"], latent, previous, embedding, first, mode_one_hot)
-        policy = actor.apply(params["actor"], features(latent))
+        policy = masked(actor.apply(params["actor"], features(latent)), observed_mask(obs))
         action = jnp.clip(policy.mode(), -1.0, 1.0) if continuous else policy.mode()
         previous = rssm_action(actor, action)
         return action, policy.entropy(), (latent, previous)

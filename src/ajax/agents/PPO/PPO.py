@@ -142,7 +142,6 @@ class PPO(ActorCritic):
     """
 
     name: ClassVar[str] = "PPO"
-    takes_action_masks: ClassVar[bool] = True  # a dict observation's action mask (docs/observations.md)
     pid_actor_form: ClassVar[str | None] = "gaussian"
     continuous: ClassVar[bool | None] = None
     supports_memory: ClassVar[bool] = True

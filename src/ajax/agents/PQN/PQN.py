@@ -21,7 +21,6 @@ class PQN(ActorCritic):
     """
 
     name: ClassVar[str] = "PQN"
-    takes_action_masks: ClassVar[bool] = True  # a dict observation's action mask (docs/observations.md)
     continuous: ClassVar[bool | None] = False
     encoder_layer_norm: ClassVar[bool] = True  # LayerNorm in every layer, the image encoder's too (the paper's)
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES

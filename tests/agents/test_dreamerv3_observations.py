@@ -1,5 +1,5 @@
-"""DreamerV3's image encoder and decoder: the reference's CNN (danijar/dreamerv3, `rssm.py`)
-on images kept as uint8, a dict's vectors beside them, and the refusals."""
+"""DreamerV3's observations: the reference's image encoder and decoder (danijar/dreamerv3,
+`rssm.py`) on images kept as uint8, a dict's vectors beside them, action masks, and the refusals."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ajax import DreamerV3
-from ajax.agents.DreamerV3.networks import SIZES, WorldModel, features, initial_latent
+from ajax.agents.DreamerV3.networks import SIZES, WorldModel, features, initial_latent, predicted_mask
 from ajax.agents.DreamerV3.observations import (
     ObservationDecoder,
     ObservationEncoder,
@@ -20,7 +20,7 @@ from ajax.agents.DreamerV3.observations import (
 from ajax.distributional import symlog
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.state import ObservationPart
-from tests.probe_envs import FlippedLitSide
+from tests.probe_envs import FlippedLitSide, MaskedBestAction
 
 SIZE = SIZES["1m"]
 PIXELS = ObservationPart(None, (64, 64, 3), "uint8", 1 / 255)
@@ -141,3 +141,30 @@ def test_a_dict_of_a_frame_and_a_coin_trains_with_the_frame_kept_as_uint8_in_rep
     assert int(state.n_updates[0]) > 0
     assert np.isfinite(np.asarray(evaluations["world_model/reconstruction_loss"])).all()
     assert np.isfinite(np.asarray(evaluations["Eval/episodic mean reward"])).all()
+
+
+def test_the_mask_head_allows_what_it_gives_even_odds_or_better_and_everything_when_it_allows_nothing():
+    logits = jnp.array([[2.0, -1.0, 0.5], [-3.0, -0.1, -2.0]])
+    np.testing.assert_array_equal(predicted_mask(logits), [[True, False, True], [True, True, True]])
+
+
+def test_a_masked_action_is_never_taken_though_it_pays_the_most():
+    """MaskedBestAction pays 0, 1 and 10 for its three actions and forbids the third: DreamerV3
+    acts, imagines and evaluates within the mask, and its mask head learns the mask."""
+    agent = DreamerV3(
+        MaskedBestAction(),
+        n_envs=2,
+        batch_size=4,
+        batch_length=4,
+        train_ratio=16,
+        buffer_size=200,
+        warmup_updates=0,
+        learning_rate=1e-3,
+    )
+    state, evaluations = agent.train(
+        seed=[0, 1], n_timesteps=200, num_episode_test=4, logging_config=LoggingConfig(log_frequency=100)
+    )
+    actions = np.asarray(state.collector_state.buffer_state.action)
+    assert actions.shape == (2, 2, 100) and not (actions == 2).any()  # every row of both seeds
+    np.testing.assert_array_equal(np.asarray(evaluations["Eval/episodic mean reward"])[:, -1], [1.0, 1.0])
+    assert (np.asarray(evaluations["world_model/action_mask_loss"])[:, -1] < 0.05).all()
