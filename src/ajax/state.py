@@ -154,6 +154,18 @@ class EnvironmentConfig:
         """Whether observations carry an action mask the agent applies (their `ACTION_MASK` key)."""
         return any(part.key == ACTION_MASK for part in self.observation_parts or ())
 
+    def one_array(self, reader: str) -> ObservationPart | None:
+        """The one array observations are kept as (None: the default's flat vector), or the
+        refusal, naming the keys, for `reader`, which cannot take a dict observation."""
+        parts = self.observation_parts
+        if parts is None or len(parts) == 1:
+            return None if parts is None else parts[0]
+        raise ValueError(
+            f"{reader} reads one observation array; {self.env.name} observes a dict "
+            f"({', '.join(str(part.key) for part in parts)}). Join the keys into one image, or use encoder='mlp' "
+            "(the keys read as one flat vector)."
+        )
+
     def observation_zeros(self, *batch: int) -> jax.Array | dict[str, jax.Array]:
         """Zeros as observations are kept, after `batch` leading axes: what networks and buffers start from."""
         if self.observation_parts is None:

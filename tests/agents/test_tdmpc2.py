@@ -137,7 +137,7 @@ def test_an_image_encoder_on_a_dict_observation_is_refused_naming_its_keys():
             obs, state, reward, terminated, info = self.env.step_env(key, state, action, params)
             return {"frame": obs, "coin": jnp.zeros(1)}, state, reward, terminated, info
 
-    with pytest.raises(ValueError, match=r"reads one frame; .* observes a dict \(coin, frame\)"):
+    with pytest.raises(ValueError, match=r"reads one observation array; .* observes a dict \(coin, frame\)"):
         TDMPC2(FrameAndCoin(LitSideContinuous()), encoder={"frame": "minatar_cnn"}, **TDMPC2_SMALL)
 
 

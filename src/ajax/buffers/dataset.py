@@ -107,16 +107,8 @@ def check_dataset(dataset: Any, env_args: EnvironmentConfig, agent: str) -> Data
 def _kept_observation(env_args: EnvironmentConfig, agent: str) -> tuple[tuple[int, ...], str]:
     """One stored observation's shape and dtype: a flat float32 vector, or a frame as an image
     encoder keeps it (collect_dataset(..., keep_observations=True) stores it so)."""
-    parts = env_args.observation_parts
-    if parts is None:
-        return (env_args.observation_dim,), "float32"
-    if len(parts) > 1:
-        raise ValueError(
-            f"{agent} learns from a dataset of single-array observations; behind its image encoder "
-            f"{env_args.env.name} observes a dict ({', '.join(str(part.key) for part in parts)}). Join the keys into "
-            "one image, or use encoder='mlp' (the keys read as one flat vector)."
-        )
-    return parts[0].shape, parts[0].dtype
+    part = env_args.one_array(f"{agent}'s dataset")
+    return ((env_args.observation_dim,), "float32") if part is None else (part.shape, part.dtype)
 
 
 def expert_transitions(

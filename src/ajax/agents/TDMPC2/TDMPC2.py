@@ -112,13 +112,7 @@ class TDMPC2(ActorCritic):
         check_settings(s, size, buffer_size)
         discount, seed_steps, episodic = self._from_env(s, seed_steps)
         planner = planner_config(s, self.env_args.action_dim)
-        parts = self.env_args.observation_parts
-        if parts is not None and len(parts) > 1:
-            raise ValueError(
-                f"{self.name}'s image encoder reads one frame; {self.env_args.env.name} observes a dict "
-                f"({', '.join(part.key for part in parts)}). Join the keys into one image, or use encoder='mlp' "
-                "(the keys read as one flat vector)."
-            )
+        self.env_args.one_array(f"{self.name}'s image encoder")
         arch = Architecture(
             size=size,
             observation_dim=self.env_args.observation_dim,
