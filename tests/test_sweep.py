@@ -133,7 +133,9 @@ def test_a_grid_is_every_combination_in_order():
         ({"grid": {"n_steps": [16, 32]}}, "cannot sweep 'n_steps': it fixes a shape.*It can sweep: .*gamma"),
         ({"grid": {"gama": [0.9]}}, "no argument 'gama'. Did you mean gamma"),
         ({"grid": {}}, "grid= needs at least one argument"),
-        ({"grid": {"gamma": []}}, "grid= needs at least one argument"),
+        ({"grid": {"gamma": []}}, r"grid\['gamma'\] is empty"),
+        ({"grid": {"gamma": [0.9, 0.99, 0.9]}}, r"grid\['gamma'\] lists 0.9 twice"),
+        ({"configs": [{"gamma": 0.9}, {"gamma": 0.9}]}, r"lists \{'gamma': 0.9\} twice \(entries 0 and 1\)"),
         ({"configs": []}, "configs= needs at least one"),
         ({"grid": {"gamma": [0.9]}, "configs": [{"gamma": 0.9}]}, "one of them"),
         ({"grid": {"gamma": [0.9, 0.99]}, "gamma": 0.9}, "both swept and given as a fixed argument"),
@@ -143,6 +145,12 @@ def test_a_grid_is_every_combination_in_order():
 def test_a_sweep_refuses_what_it_cannot_run_before_compiling(arguments, match):
     with pytest.raises(ValueError, match=match):
         sweep(PPO, "CartPole-v1", n_timesteps=64, n_envs=2, n_steps=16, batch_size=16, **arguments)
+
+
+@pytest.mark.parametrize("values", [0.9, "0.9"])
+def test_a_grid_value_that_is_not_a_list_is_refused_naming_its_argument(values):
+    with pytest.raises(TypeError, match=r"grid\['gamma'\] must be a list of the values to sweep.*write \["):
+        sweep(PPO, "CartPole-v1", grid={"gamma": values}, n_timesteps=64, n_envs=2, n_steps=16, batch_size=16)
 
 
 # Each agent small, on an env it takes; TDMPC2MultiTask's "env" is its dataset.

@@ -53,13 +53,45 @@ def configurations(
     if (grid is None) == (configs is None):
         raise ValueError("sweep takes grid={name: [values, ...]} or configs=[{name: value, ...}, ...], one of them.")
     if grid is not None:
-        if not grid or any(isinstance(values, str) or not len(values) for values in grid.values()):
-            raise ValueError(f"grid= needs at least one argument with at least one value in a list, got {grid!r}.")
+        if not isinstance(grid, Mapping) or not grid:
+            raise ValueError(f"grid= needs at least one argument with a list of its values, got {grid!r}.")
+        for name, values in grid.items():
+            _check_values(name, values)
         names = list(grid)
         return [dict(zip(names, values, strict=True)) for values in itertools.product(*grid.values())]
     if not configs or not all(isinstance(config, Mapping) and config for config in configs):
         raise ValueError(f"configs= needs at least one non-empty {{name: value}} mapping, got {configs!r}.")
-    return [dict(config) for config in configs]
+    runs = [dict(config) for config in configs]
+    for i, config in enumerate(runs):
+        if config in runs[:i]:
+            raise ValueError(
+                f"configs= lists {config!r} twice (entries {runs.index(config)} and {i}), which would train the same "
+                "configuration twice: drop one, or add a seed to train it on more."
+            )
+    return runs
+
+
+def _check_values(name: str, values: Any) -> None:
+    """One grid entry: a non-empty list of distinct values, the refusal naming the argument."""
+    if isinstance(values, str | Mapping) or not isinstance(values, Sequence | np.ndarray):
+        raise TypeError(f"grid[{name!r}] must be a list of the values to sweep, got {values!r}: write [{values!r}].")
+    if not len(values):
+        raise ValueError(f"grid[{name!r}] is empty: give at least one value, or leave {name!r} out of the grid.")
+    values = list(values)
+    for i, value in enumerate(values):
+        if any(_same(value, earlier) for earlier in values[:i]):
+            raise ValueError(
+                f"grid[{name!r}] lists {value!r} twice, which would train the same configurations twice: drop one "
+                "(more seeds train a configuration more)."
+            )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the same kind (True and 1 are different settings; so are 1 and 1.0 only in kind)."""
+    try:
+        return type(a) is type(b) and bool(np.all(a == b))
+    except (TypeError, ValueError):
+        return a is b
 
 
 def check_sweepable(agent_cls: type[ActorCritic], names: Sequence[str], fixed: Mapping[str, Any]) -> None:
