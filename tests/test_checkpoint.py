@@ -124,11 +124,39 @@ def test_a_renamed_field_fails_with_its_name_unless_declared(halves):
     assert_same(first.actor_state, restored.actor_state)
 
 
-def test_a_skeleton_of_another_shape_fails_naming_the_field(halves):
+def test_a_skeleton_of_other_seeds_is_refused_before_any_array_is_read(halves):
     _, path = halves
     three_seeds, _ = sac().train(seed=[0, 1, 2], n_timesteps=0)
-    with pytest.raises(ValueError, match=r"SoftACState\.rng is uint32\[2, 2\], the skeleton's uint32\[3, 2\]"):
+    with pytest.raises(CheckpointError, match="it holds the runs of 2 seeds, the skeleton 3 seeds"):
         restore_into(three_seeds, path)
+
+
+def test_a_skeleton_of_another_shape_fails_naming_the_field_and_the_setting_that_differs(halves):
+    _, path = halves
+    wider = SAC("Pendulum-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000)
+    skeleton, _ = wider.train(seed=[0, 1], n_timesteps=0)
+    with pytest.raises(ValueError, match=r"Checkpoint field SoftACState\..*the skeleton's float32\[2, .*256"):
+        restore_into(skeleton, path)
+    settings = r'actor_architecture: \["16", "relu"\] saved, \["256", "relu", "256", "relu"\] here; critic_'
+    with pytest.raises(CheckpointError, match=r"into this SAC: it was built with other settings .*\(" + settings):
+        restore_into(skeleton, path, agent=wider)
+
+
+def test_a_changed_number_restores(halves):
+    """A learning rate changed for the continuation is not a different agent: the arrays fit."""
+    first, path = halves
+    slower = SAC(
+        "Pendulum-v1",
+        n_envs=2,
+        learning_starts=100,
+        batch_size=32,
+        buffer_size=1000,
+        actor_architecture=SMALL,
+        critic_architecture=SMALL,
+        actor_learning_rate=1e-4,
+    )
+    skeleton, _ = slower.train(seed=[0, 1], n_timesteps=0)
+    assert_same(first.actor_state.params, restore_into(skeleton, path, agent=slower).actor_state.params)
 
 
 @pytest.mark.parametrize(

@@ -303,6 +303,29 @@ def test_a_damaged_run_folder_fails_in_one_line_with_exit_2(tiny_run, tmp_path):
         assert result.stderr.startswith(reason) and result.stderr.count("\n") == 1, result.stderr
 
 
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        ({"timesteps": "lots"}, "run settings hold timesteps='lots' (a count of steps)"),
+        ({"seeds": 0}, "run settings hold seeds=0 (a count of seeds)"),
+        ({"params": "gamma=0.9"}, "run settings hold params='gamma=0.9' (a list of NAME=VALUE strings)"),
+        ({"seeds": 3}, "it holds the runs of 2 seeds, the skeleton 3 seeds"),
+    ],
+    ids=["timesteps", "seeds-zero", "params", "seeds-more"],
+)
+def test_an_edited_run_folder_fails_in_one_line_naming_the_setting(tiny_run, tmp_path, edit, reason, capsys):
+    _, _, out = tiny_run
+    for name in ("config.json", "checkpoint.ckpt"):
+        (tmp_path / name).write_bytes((out / name).read_bytes())
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["cli"].update(edit)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    for argv in (["train", "--resume", str(tmp_path)], ["eval", str(tmp_path)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert reason in err and err.count("\n") == 1, err
+
+
 def test_a_seed_gone_non_finite_shows_in_the_table_and_raise_exits_1(tmp_path, capsys, monkeypatch):
     record = NonFinite(timestep=np.array([-1, 3204]), kinds=np.array([0, OBSERVATIONS | LOSSES | PARAMETERS]))
     state = type("State", (), {"nonfinite": record})()

@@ -2,19 +2,22 @@
 
 A state is one pytree (every seed, the replay buffer, the optimisers, the keys, the
 counters), so a checkpoint is its arrays. The file opens with a one-line header (the format,
-the state's class, the agent and env that saved it, the payload's length and SHA-256), then
+the state's class, the agent and env that saved it, its settings and seed count, the
+payload's length and SHA-256), then
 the arrays as msgpack. `save_checkpoint` writes the file to a temporary name in the same
 directory, flushes it to disk and renames it over the old checkpoint: a crash at any moment
 leaves either the old checkpoint or the new one, never half of either.
 
 `restore_into(skeleton, path)` reads the header first and refuses a missing, empty,
-truncated or corrupted file, or one saved by another agent, naming the path and the reason,
-before it parses any array. It then puts the saved arrays into a skeleton of the same
+truncated or corrupted file, one saved by another agent or with another number of seeds,
+naming the path and the reason, before it parses any array. It then puts the saved arrays into a skeleton of the same
 structure (`agent.train(seed=seeds, n_timesteps=0)` returns one), checking every field by
 name: a field the checkpoint holds but the class no longer has restores only if the class
 lists it in `removed_fields`; a field the class gained restores as NaN only if it is listed
 in `added_fields`. Any other mismatch, of a field, a shape or a dtype, fails with the
-field's path, before anything is trained on a wrong state.
+field's path, before anything is trained on a wrong state; given the agent, the message
+first names each setting it was built with differently from the saving agent (n_envs, a
+layer size, memory), the likely cause.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ def save_checkpoint(state: Any, path: str | os.PathLike, agent: ActorCritic | No
         "class": type(state).__name__,
         "agent": None if agent is None else agent.name,
         "env": None if agent is None else agent_env(agent),
+        "settings": None if agent is None else identity(agent),
+        "runs": runs(state),
         "payload_bytes": len(payload),
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
@@ -89,6 +94,39 @@ def agent_env(agent: ActorCritic) -> str:
     if "env_id" in agent.config:
         return env_label(agent.config["env_id"])
     return "tasks " + ", ".join(agent.config["resolved"]["tasks"])
+
+
+def identity(agent: ActorCritic) -> dict[str, str]:
+    """The agent's constructor settings as a header records them, each as its text, so a
+    restore can name the ones that differ. A value whose text is an object's address (a
+    function, an env object) says nothing across processes and is left out."""
+    texts = {name: json.dumps(value, default=repr, sort_keys=True) for name, value in agent.config.items()}
+    return {name: text for name, text in texts.items() if " at 0x" not in text}
+
+
+def runs(state: Any) -> list[int] | None:
+    """The runs a state holds: its keys' leading axes, (seeds,) or a sweep's (configurations,
+    seeds); None for a state without keys."""
+    rng = getattr(state, "rng", None)
+    return None if rng is None else [int(n) for n in np.shape(rng)[:-1]]
+
+
+def _axes(shape: list[int]) -> str:
+    """Runs as a user counts them: '3 seeds', or '2 configurations x 3 seeds'."""
+    words = ("configurations", "seeds")[-len(shape) :] if shape else ()
+    named = [f"{n} {word if n != 1 else word[:-1]}" for n, word in zip(shape, words, strict=True)]
+    return " x ".join(named) if shape else "one run"
+
+
+def _differences(header: dict[str, Any], agent: ActorCritic) -> list[str]:
+    """The settings the saving agent and this one were built with differently, each as
+    'name: saved, here'. (A changed learning rate restores; a changed size does not.)"""
+    saved, ours = header.get("settings") or {}, identity(agent)
+    return [
+        f"{name}: {saved[name]} saved, {ours[name]} here"
+        for name in sorted(set(saved) & set(ours))
+        if saved[name] != ours[name]
+    ]
 
 
 def read_checkpoint(path: str | os.PathLike) -> tuple[dict[str, Any], bytes]:
@@ -139,10 +177,22 @@ def restore_into(skeleton: Any, path: str | os.PathLike, agent: ActorCritic | No
                 f"Cannot restore {path} into {ours[0]} on {ours[1]}: it was saved by {saved_by}. Build the agent "
                 "that saved it, with the same env, sizes and seeds."
             )
+    saved_runs = header.get("runs")
+    if saved_runs is not None and runs(skeleton) not in (None, saved_runs):
+        raise CheckpointError(
+            f"Cannot restore {path}: it holds the runs of {_axes(saved_runs)}, the skeleton {_axes(runs(skeleton))}. "
+            "Train (or build the skeleton) with as many seeds, and configurations in a sweep, as were saved."
+        )
     contents = serialization.msgpack_restore(payload)
     try:
         grafted = _graft(skeleton, contents["state"], type(skeleton).__name__)
     except ValueError as error:
+        differ = [] if agent is None else _differences(header, agent)
+        if differ:  # the likely cause, named before the field it broke
+            raise CheckpointError(
+                f"Cannot restore {path} into this {agent.name}: it was built with other settings than the one that "
+                f"saved it ({'; '.join(differ)}), and its state does not fit: {error}"
+            ) from error
         if header["class"] == type(skeleton).__name__:
             raise
         raise CheckpointError(

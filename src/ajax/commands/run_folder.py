@@ -29,6 +29,26 @@ SAVED_SETTINGS = ("agent", "env_id", "seeds", "timesteps", "n_envs", "log_freque
 """What config.json must hold under "cli" for a run folder to be resumed or evaluated."""
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+# What each saved run setting must be for `--resume` and `ajax eval` to read it.
+SETTING_KINDS: tuple[tuple[str, str, Any], ...] = (
+    ("agent", "an agent's name", lambda v: isinstance(v, str)),
+    ("env_id", "an env id", lambda v: isinstance(v, str)),
+    ("seeds", "a count of seeds", _count),
+    ("timesteps", "a count of steps", _count),
+    ("n_envs", "a count of envs, or null", lambda v: v is None or _count(v)),
+    ("log_frequency", "a count of steps, or null", lambda v: v is None or _count(v)),
+    ("num_episode_test", "a count of episodes, or null", lambda v: v is None or _count(v)),
+    ("params", "a list of NAME=VALUE strings", lambda v: isinstance(v, list) and all(isinstance(p, str) for p in v)),
+    ("zoo", "true or false", lambda v: isinstance(v, bool)),
+    ("tensorboard", "true or false", lambda v: isinstance(v, bool)),
+    ("wandb", "true or false", lambda v: isinstance(v, bool)),
+)
+
+
 def chunk_targets(total: int, quantum: int, n_chunks: int = N_CHUNKS) -> list[int]:
     """The timesteps each chunk trains up to: about `n_chunks` equal chunks, the last ending at `total`.
 
@@ -92,6 +112,12 @@ def saved_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"{run_dir / 'config.json'} is damaged: no run settings ({type(error).__name__}: {error})."
     if missing:
         return None, f"{run_dir / 'config.json'} is damaged: its run settings lack {', '.join(missing)}."
+    wrong = [f"{key}={cli[key]!r} ({kind})" for key, kind, fits in SETTING_KINDS if key in cli and not fits(cli[key])]
+    if wrong:
+        return None, (
+            f"{run_dir / 'config.json'} was edited or damaged: its run settings hold {'; '.join(wrong)}. Restore "
+            "the values the run was started with, or start a new run with the settings you want."
+        )
     try:
         read_checkpoint(run_dir / CHECKPOINT)
     except CheckpointError as error:
