@@ -29,6 +29,7 @@ from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.pid_terms import PIDTerms
 from ajax.environments.utils import ExpertInAgentUnits
 from ajax.extensions import LOOP_PHASES, Extension, ExtensionStack
+from ajax.footprint import check_fits
 from ajax.hyperparameters import (
     Hyperparameter,
     Hyperparameters,
@@ -626,6 +627,7 @@ class ActorCritic:
         run = run if live else dataclasses.replace(run, record=False)
         one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
         if initial_state is None:
+            check_fits(self._skeleton(one_seed, run, n_seeds), self.name, n_seeds)  # before allocating it
             keys = placement.spread(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
             initial_state = self._fresh_program(one_seed, run, placement)(keys)
         else:
