@@ -23,16 +23,9 @@ jax.monitoring.register_event_duration_secs_listener(
 )
 
 
-def sac():
-    return SAC(
-        "Pendulum-v1",
-        n_envs=2,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1000,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-    )
+def sac(**overrides):
+    settings = {"actor_architecture": SMALL, "critic_architecture": SMALL, **overrides}
+    return SAC("Pendulum-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000, **settings)
 
 
 def assert_same(a, b):
@@ -133,7 +126,7 @@ def test_a_skeleton_of_other_seeds_is_refused_before_any_array_is_read(halves):
 
 def test_a_skeleton_of_another_shape_fails_naming_the_field_and_the_setting_that_differs(halves):
     _, path = halves
-    wider = SAC("Pendulum-v1", n_envs=2, learning_starts=100, batch_size=32, buffer_size=1000)
+    wider = sac(actor_architecture=("256", "relu", "256", "relu"), critic_architecture=("256", "relu", "256", "relu"))
     skeleton, _ = wider.train(seed=[0, 1], n_timesteps=0)
     with pytest.raises(ValueError, match=r"Checkpoint field SoftACState\..*the skeleton's float32\[2, .*256"):
         restore_into(skeleton, path)
@@ -145,16 +138,7 @@ def test_a_skeleton_of_another_shape_fails_naming_the_field_and_the_setting_that
 def test_a_changed_number_restores(halves):
     """A learning rate changed for the continuation is not a different agent: the arrays fit."""
     first, path = halves
-    slower = SAC(
-        "Pendulum-v1",
-        n_envs=2,
-        learning_starts=100,
-        batch_size=32,
-        buffer_size=1000,
-        actor_architecture=SMALL,
-        critic_architecture=SMALL,
-        actor_learning_rate=1e-4,
-    )
+    slower = sac(actor_learning_rate=1e-4)
     skeleton, _ = slower.train(seed=[0, 1], n_timesteps=0)
     assert_same(first.actor_state.params, restore_into(skeleton, path, agent=slower).actor_state.params)
 
