@@ -32,11 +32,22 @@ def test_suite_id_lists_match_the_installed_packages():
 
     assert set(ids.NAVIX_IDS) == set(navix.registry())
     for env_id in ids.CRAFTAX_IDS:
-        make_craftax_env_from_name(env_id, auto_reset=False)
+        if "Pixels" not in env_id:  # the pixel ids: test_the_craftax_pixel_ids_build
+            make_craftax_env_from_name(env_id, auto_reset=False)
     listed = set(jumanji.registered_environments()) - {"Sokoban-v0"}  # it downloads its levels when built
     assert set(ids.JUMANJI_IDS) | set(ids.JUMANJI_UNSUPPORTED_IDS) == listed
     for env_id in ids.JUMANJI_IDS:
         assert isinstance(jumanji.make(env_id).action_spec, specs.DiscreteArray), env_id
+
+
+@pytest.mark.slow
+def test_the_craftax_pixel_ids_build():
+    """Slow on a fresh install: Craftax renders its textures (2-3 minutes on 2 cores) the first time."""
+    from craftax.craftax_env import make_craftax_env_from_name
+
+    for env_id in ids.CRAFTAX_IDS:
+        if "Pixels" in env_id:
+            make_craftax_env_from_name(env_id, auto_reset=False)
 
 
 def test_ids_route_to_their_backend():
