@@ -167,6 +167,11 @@ def checked_seeds(seed: int | Sequence[int]) -> list[int]:
     return [int(value) for value in seeds]
 
 
+def _kept_for(encoder: Any) -> str:
+    """Why observations keep their shapes: an image encoder, or with encoder='mlp' an action mask."""
+    return "an action mask" if encoder == FLAT else "an image encoder"
+
+
 def _agents_that(has: Callable[[type[ActorCritic]], bool]) -> str:
     """The agents with a capability, by name, for a refusal to point at.
 
@@ -402,7 +407,7 @@ class ActorCritic:
         """The networks' settings with `encoder` before them; observations keep the env's shape from
         here on. Observations with an action mask are kept as they are even for encoder='mlp', so the
         mask reaches the policy apart from what the networks read."""
-        what = "an action mask" if encoder == FLAT else "an image encoder"
+        what = _kept_for(encoder)
         self._refuse_flat_readers(encoder)
         kept = kept_observations(self.env_args, normalized=normalize_observations)
         if self.network_args.memory is not None and (masked or isinstance(kept.observation_shape, dict)):
@@ -426,7 +431,6 @@ class ActorCritic:
     def _refuse_flat_readers(self, encoder: Any) -> None:
         """Refuse what reads observations as one flat vector (a PID actor, the extensions) once
         they keep their shapes."""
-        what = "an action mask" if encoder == FLAT else "an image encoder"
         if isinstance(self.env_args.env, PIDTerms):
             raise ValueError(
                 f"A PID actor reads its error terms from a flat observation; {self.name} with a PIDPolicy takes "
@@ -435,8 +439,8 @@ class ActorCritic:
         if self.extensions.extensions:
             names = ", ".join(type(extension).__name__ for extension in self.extensions.extensions)
             raise ValueError(
-                f"{self.name} with {what} takes no extensions yet (got {names}): the extensions read flat "
-                "observations. Drop the extensions" + (", or use encoder='mlp'." if encoder != FLAT else ".")
+                f"{self.name} with {_kept_for(encoder)} takes no extensions yet (got {names}): the extensions read "
+                "flat observations. Drop the extensions" + (", or use encoder='mlp'." if encoder != FLAT else ".")
             )
 
     def _check_action_masks(self) -> None:

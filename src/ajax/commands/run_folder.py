@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ajax.checks import is_count
+
 Row = dict[str, Any]
 
 CHECKPOINT = "checkpoint.ckpt"
@@ -30,7 +32,7 @@ SAVED_SETTINGS = ("agent", "env_id", "seeds", "timesteps", "n_envs", "log_freque
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return is_count(value) and value >= 1
 
 
 # What each saved run setting must be for `--resume` and `ajax eval` to read it.

@@ -70,11 +70,15 @@ def image_stages(parts: tuple[ObservationPart, ...], agent: str = "DreamerV3") -
     )
 
 
+def _part(read: Any, part: ObservationPart) -> jax.Array:
+    """One part of an observation as read: its key's array, or the observation itself when it is one array."""
+    return read[part.key] if isinstance(read, Mapping) else read
+
+
 def _split(obs: Any, parts: tuple[ObservationPart, ...]) -> tuple[list[jax.Array], list[jax.Array]]:
     """The observation's vector parts and image parts, each as read (floats, pixels in [0, 1]), in key order."""
     read = as_read(obs, parts)
-    value = (lambda part: read[part.key]) if isinstance(read, Mapping) else (lambda part: read)
-    return [value(p) for p in parts if not is_image(p)], [value(p) for p in parts if is_image(p)]
+    return [_part(read, p) for p in parts if not is_image(p)], [_part(read, p) for p in parts if is_image(p)]
 
 
 def _lead(x: jax.Array, part: ObservationPart) -> tuple[int, ...]:
@@ -174,8 +178,7 @@ def reconstruction_loss(predictions: tuple[jax.Array, ...], obs: Any, parts: tup
     read = as_read(obs, parts)
     total = 0.0
     for part, prediction in zip(parts, predictions, strict=True):
-        target = read[part.key] if isinstance(read, Mapping) else read
-        target = target if is_image(part) else symlog(target)
+        target = _part(read, part) if is_image(part) else symlog(_part(read, part))
         error = jnp.square(prediction - jax.lax.stop_gradient(target))
         total = total + error.reshape(*error.shape[: error.ndim - len(part.shape)], -1).sum(-1)
     return total
