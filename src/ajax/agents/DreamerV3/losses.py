@@ -278,11 +278,12 @@ def make_objective(model: WorldModel, actor: Actor, critic: Critic, config: Drea
             + scales.continuation * jnp.mean(model_losses.continuation_loss)
             + scales.dynamics * jnp.mean(model_losses.dynamics_loss)
             + scales.representation * jnp.mean(model_losses.representation_loss)
-            + (0.0 if model.mask_actions == 0 else scales.action_mask * jnp.mean(model_losses.action_mask_loss))
             + scales.policy * behaviour_losses.policy_loss
             + scales.value * behaviour_losses.value_loss
             + scales.replay_value * behaviour_losses.replay_value_loss
         )
+        if model.mask_actions:
+            total = total + scales.action_mask * jnp.mean(model_losses.action_mask_loss)
         return total, (posterior, model_losses, behaviour_losses, scale)
 
     return objective
