@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -23,6 +24,7 @@ from gymnax.environments import environment, spaces
 
 from ajax.checks import require_counts
 from ajax.environments.brax_like import make_brax, make_playground
+from ajax.environments.host import GymnasiumEnv
 from ajax.environments.ids import (
     PACKAGES,
     PLAYGROUND_MENAGERIE_IDS,
@@ -127,6 +129,12 @@ def _check_custom_env(env: Any) -> None:
             )
 
 
+def _is_gymnasium_env(env: Any) -> bool:
+    """A Gymnasium env object (checked without importing Gymnasium where nothing did)."""
+    gymnasium = sys.modules.get("gymnasium")
+    return gymnasium is not None and isinstance(env, gymnasium.Env | gymnasium.vector.VectorEnv)
+
+
 def _import_backend(env_id: str, backend: str) -> None:
     try:
         with warnings.catch_warnings():  # TargetGym's do-mpc warns about features Ajax does not use
@@ -169,6 +177,9 @@ def make_env(
 
         return gymnax.make(env_id)
     _import_backend(env_id, backend)
+    if backend == "gymnasium":
+        env = GymnasiumEnv.from_id(env_id, episode_length)
+        return env, env.default_params
     if backend == "targetgym":
         import target_gym
 
@@ -212,6 +223,9 @@ def prepare_env(
         )
     if isinstance(env_id, str):
         env, default_params = make_env(env_id, episode_length, differentiable_reset, fresh_reset)
+    elif _is_gymnasium_env(env_id):
+        env = GymnasiumEnv.from_env(env_id, episode_length)
+        default_params = env.default_params
     else:
         _check_custom_env(env_id)
         env, default_params = env_id, env_id.default_params

@@ -177,7 +177,9 @@ PACKAGES = {
     "craftax": ("craftax", "craftax"),
     "navix": ("navix", "navix"),
     "jumanji": ("jumanji", "jumanji"),
+    "gymnasium": ("gymnasium", "gymnasium"),
 }
+GYMNASIUM_PREFIX = "gymnasium:"  # Gymnasium's own ids after it, stepped on the host (`host.py`)
 BACKEND_IDS = {
     "brax": BRAX_IDS,
     "playground": PLAYGROUND_IDS,
@@ -198,6 +200,8 @@ def backend_of(env_id: str) -> str | None:
     """'gymnax' or a key of `PACKAGES`; None for an unknown id."""
     if env_id in gymnax_ids():
         return "gymnax"
+    if env_id.startswith(GYMNASIUM_PREFIX):
+        return "gymnasium"
     return next((backend for backend, ids in BACKEND_IDS.items() if env_id in ids), None)
 
 
@@ -213,13 +217,24 @@ def unknown_env_message(env_id: str) -> str:
         key = env_id.lower().replace("_", "").replace("-", "")
         close = [lowered[k] for k in difflib.get_close_matches(key, lowered, n=5, cutoff=0.5)]
     hint = f" Closest ids: {', '.join(close)}." if close else ""
+    if _registered_in_gymnasium(env_id):
+        hint += f" Gymnasium registers {env_id!r}: pass {GYMNASIUM_PREFIX + env_id!r} to step it on the host."
     return (
         f"Unknown environment id {env_id!r}.{hint} Ajax routes gymnax ids (CartPole-v1, Pendulum-v1, ...), "
         f"Brax ids ({', '.join(BRAX_IDS[:4])}, ...), MuJoCo Playground ids ({', '.join(PLAYGROUND_IDS[:3])}, ...) "
         f"TargetGym ids ({', '.join(TARGETGYM_IDS[:3])}, ...), Craftax ids ({CRAFTAX_IDS[0]}, ...), Navix ids "
-        f"({NAVIX_IDS[8]}, ...) and Jumanji ids ({', '.join(JUMANJI_IDS[:3])}, ...); or pass a gymnax-style "
-        "environment object with its params."
+        f"({NAVIX_IDS[8]}, ...) and Jumanji ids ({', '.join(JUMANJI_IDS[:3])}, ...), Gymnasium ids after "
+        f"{GYMNASIUM_PREFIX!r} ({GYMNASIUM_PREFIX}Pendulum-v1, ...); or pass a gymnax-style environment object "
+        "with its params, or a Gymnasium env."
     )
+
+
+def _registered_in_gymnasium(env_id: str) -> bool:
+    try:
+        import gymnasium
+    except ImportError:
+        return False
+    return env_id in gymnasium.registry
 
 
 def missing_package_message(env_id: str, backend: str, error: ImportError) -> str:

@@ -1,0 +1,169 @@
+"""Gymnasium envs stepped on the host: gymnax's contract, one host call per loop step, seeds."""
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ajax import SAC
+from ajax.environments.create import make_env, prepare_env
+from ajax.environments.host import GymnasiumEnv
+from ajax.logging.wandb_logging import LoggingConfig
+
+RETURN = "Eval/episodic mean reward"
+
+
+class Countdown(gymnasium.Env):
+    """Observes its step count from 0; action 1 ends the episode (a terminal, reward 10), action 0 pays 1."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 100.0, (1,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0.0
+        return np.array([self.t], np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.array([self.t], np.float32), 10.0 if action == 1 else 1.0, bool(action == 1), False, {}
+
+
+gymnasium.register("AjaxTest/Countdown-v0", entry_point=Countdown, max_episode_steps=3)
+
+
+def rollout(env, params, actions, n_envs=1, n_seeds=1):
+    """Step `n_seeds` x `n_envs` copies through `actions` in one compiled scan, as the loop does."""
+
+    def one(key):
+        keys = jax.random.split(key, n_envs)
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, params)
+
+        def step(state, action):
+            step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+            obs, state, reward, terminated, truncated, info = step(keys, state, jnp.full((n_envs,), action), params)
+            return state, (obs, reward, terminated, truncated, info["final_observation"])
+
+        return obs, jax.lax.scan(step, state, jnp.asarray(actions))[1]
+
+    keys = jax.random.split(jax.random.PRNGKey(0), n_seeds)
+    return jax.tree.map(np.asarray, jax.jit(jax.vmap(one))(keys))
+
+
+def test_the_time_limit_truncates_a_terminal_terminates_and_the_final_observation_is_kept():
+    env, params = make_env("gymnasium:AjaxTest/Countdown-v0")
+    assert params.max_steps_in_episode == 3
+    first, (obs, reward, terminated, truncated, final) = rollout(env, params, [0, 0, 0, 0, 1, 0])
+    assert first[0, 0].tolist() == [0.0]
+    assert terminated[0, :, 0].tolist() == [False, False, False, False, True, False]
+    assert truncated[0, :, 0].tolist() == [False, False, True, False, False, False]
+    assert reward[0, :, 0].tolist() == [1.0, 1.0, 1.0, 1.0, 10.0, 1.0]
+    # The step that ended an episode returns the next one's first observation, its own apart.
+    assert final[0, :, 0, 0].tolist() == [1.0, 2.0, 3.0, 1.0, 2.0, 1.0]
+    assert obs[0, :, 0, 0].tolist() == [1.0, 2.0, 0.0, 1.0, 0.0, 1.0]
+
+
+def test_episode_length_sets_the_time_limit():
+    config = prepare_env("gymnasium:AjaxTest/Countdown-v0", episode_length=2)
+    assert config.max_episode_steps == 2
+    _, (_, _, _, truncated, _) = rollout(config.env, config.env_params, [0] * 4)
+    assert truncated[0, :, 0].tolist() == [False, True, False, True]
+
+
+def test_one_host_call_steps_every_copy_of_every_seed():
+    env, params = make_env("gymnasium:Pendulum-v1")
+    before = env.pool.calls
+    first, (obs, *_) = rollout(env, params, [0.0] * 5, n_envs=3, n_seeds=2)
+    assert env.pool.calls - before == 1 + 5  # one reset, then one call per step
+    assert obs.shape == (2, 5, 3, 3) and len(env.pool.envs) == 6
+    # Every copy its own episode: six distinct starts, drawn from the seeds' keys.
+    assert len({tuple(row) for row in first.reshape(6, 3).round(6)}) == 6
+    again, _ = rollout(env, params, [0.0] * 5, n_envs=3, n_seeds=2)
+    np.testing.assert_array_equal(first, again)  # the same keys, the same starts
+
+
+def test_spaces_are_read_from_the_env():
+    config = prepare_env("gymnasium:Pendulum-v1")
+    assert config.continuous and config.action_dim == 1 and config.observation_dim == 3
+    assert (config.action_low, config.action_high) == ((-2.0,), (2.0,))
+    assert config.max_episode_steps == 200
+    discrete = prepare_env(gymnasium.make("CartPole-v1"))
+    assert not discrete.continuous and discrete.action_dim == 2 and discrete.env.name == "gymnasium:CartPole-v1"
+
+
+def test_unsupported_spaces_and_vector_envs_are_refused_with_what_to_do():
+    class Tupled(Countdown):
+        observation_space = gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(3), gymnasium.spaces.Discrete(2)))
+
+    with pytest.raises(TypeError, match="observation space is Tuple.*FlattenObservation"):
+        GymnasiumEnv(Tupled, "tupled")
+    vector = gymnasium.make_vec("CartPole-v1", num_envs=2)
+    with pytest.raises(TypeError, match="vector env; pass one env"):
+        prepare_env(vector)
+
+
+def test_unknown_ids_name_the_closest():
+    with pytest.raises(ValueError, match="Closest Gymnasium ids: gymnasium:Pendulum-v1"):
+        make_env("gymnasium:Pendulm-v1")
+    with pytest.raises(ValueError, match="Gymnasium registers 'HalfCheetah-v5': pass 'gymnasium:HalfCheetah-v5'"):
+        make_env("HalfCheetah-v5")
+
+
+@pytest.fixture(scope="module")
+def sac_run():
+    agent = SAC("gymnasium:Pendulum-v1", n_envs=2, learning_starts=64, batch_size=32, buffer_size=1_000)
+    logging = LoggingConfig(log_frequency=200)
+    state, evaluations = agent.train(seed=[0, 1], n_timesteps=400, num_episode_test=1, logging_config=logging)
+    return agent, logging, state, evaluations
+
+
+def test_an_agent_trains_and_evaluates_on_the_host_env(sac_run):
+    agent, _, state, evaluations = sac_run
+    returns = np.asarray(evaluations[RETURN])
+    assert returns.shape == (2, 2) and np.isfinite(returns).all() and (returns < 0).all()
+    assert int(np.asarray(state.collector_state.timestep)[0]) == 400
+    assert returns[0].tolist() != returns[1].tolist()  # each seed its own run
+
+
+def test_the_same_seed_gives_the_same_run_and_a_split_run_equals_one_call(sac_run):
+    agent, logging, state, evaluations = sac_run
+    half, _ = agent.train(seed=[0, 1], n_timesteps=200, num_episode_test=1, total_timesteps=400, logging_config=logging)
+    resumed, _ = agent.train(initial_state=half, n_timesteps=200, num_episode_test=1, logging_config=logging)
+    np.testing.assert_array_equal(
+        np.asarray(resumed.collector_state.last_obs), np.asarray(state.collector_state.last_obs)
+    )
+    jax.tree.map(np.testing.assert_array_equal, resumed.actor_state.params, state.actor_state.params)
+
+
+def test_a_state_restored_in_a_new_process_starts_fresh_episodes(sac_run):
+    agent, logging, state, _ = sac_run
+    pool = agent.env_args.env.pool
+    pool.close()  # what a new process's pool knows of the restored slots: nothing
+    resumed, evaluations = agent.train(initial_state=state, n_timesteps=200, num_episode_test=1, total_timesteps=600)
+    assert int(np.asarray(resumed.collector_state.timestep)[0]) == 600
+    assert len(pool.envs) >= 4  # the restored slots rebuilt, the evaluation's own built again
+
+
+def test_apg_refuses_an_env_no_gradient_flows_through():
+    from ajax import APG
+
+    with pytest.raises(ValueError, match="steps on the host, where no gradient flows"):
+        APG("gymnasium:Pendulum-v1")
+
+
+def test_the_cli_trains_on_a_gymnasium_id_and_says_what_a_resume_cannot_restore(tmp_path):
+    import contextlib
+    import io
+
+    from ajax.cli import main
+
+    out = tmp_path / "run"
+    run = ["train", "DQN", "gymnasium:CartPole-v1", "--timesteps", "400", "--n-envs", "2", "--log-frequency", "200"]
+    run += ["--param", "architecture=32,relu", "--param", "learning_starts=100", "--out", str(out)]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(run) == 0
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        assert main(["train", "--resume", str(out)]) == 0
+    assert "every copy starts a fresh episode" in " ".join(said.getvalue().split())
