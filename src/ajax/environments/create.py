@@ -24,6 +24,7 @@ from gymnax.environments import environment, spaces
 
 from ajax.checks import require_counts
 from ajax.environments.brax_like import make_brax, make_playground
+from ajax.environments.envpool_envs import EnvPoolEnv
 from ajax.environments.host import GymnasiumEnv
 from ajax.environments.ids import (
     PACKAGES,
@@ -179,6 +180,9 @@ def make_env(
     _import_backend(env_id, backend)
     if backend == "gymnasium":
         env = GymnasiumEnv.from_id(env_id, episode_length)
+        return env, env.default_params
+    if backend == "envpool":
+        env = EnvPoolEnv(env_id, episode_length)
         return env, env.default_params
     if backend == "targetgym":
         import target_gym

@@ -95,7 +95,7 @@ def _space(space: Any, where: str) -> Any:
         return spaces.Dict({key: _space(part, f"{where} {key!r}") for key, part in space.spaces.items()})
     kind = "a Box or a Discrete" if where == "action" else "a Box, or a Dict of Boxes"
     raise TypeError(
-        f"The Gymnasium env's {where} space is {space}; Ajax takes {kind} there. Wrap the env to change it "
+        f"The env's {where} space is {space}; Ajax takes {kind} there. Wrap the env to change it "
         "(gymnasium.wrappers.FlattenObservation for a Tuple, a one-hot observation for a Discrete one)."
     )
 
@@ -118,8 +118,13 @@ def _result(space: Any, batch_shape: tuple[int, ...]) -> Any:
     return jax.ShapeDtypeStruct(batch_shape + tuple(space.shape), space.dtype)
 
 
-class HostPool:
-    """The Gymnasium envs behind one `GymnasiumEnv`: one per slot, built on first use."""
+class GymnasiumPool:
+    """The Gymnasium envs behind one `GymnasiumEnv`: one per slot, built on first use.
+
+    A pool answers `reset(site, keys) -> (slots, obs)` and `step(slots, actions) -> (slots,
+    obs, reward, terminated, truncated, final_obs)` on numpy arrays with any leading shape,
+    counts its `calls` and can `close()`; `HostEnv` calls them from the compiled program.
+    """
 
     def __init__(self, make: Callable[[], Any], observation_space: Any, action_space: Any):
         self.make = make
@@ -203,54 +208,18 @@ class HostPool:
         self.sites.clear()
 
 
-class GymnasiumEnv(environment.Environment):
-    """A Gymnasium env behind gymnax's interface, stepped on the host (see the module's docstring).
+class HostEnv(environment.Environment):
+    """An env stepped on the host behind gymnax's interface (see the module's docstring): `pool`
+    holds the envs, the compiled program holds a slot per copy."""
 
-    `make` builds one copy; `GymnasiumEnv.from_id` and `from_env` build it from an id or an
-    env object.
-    """
-
-    def __init__(self, make: Callable[[], Any], name: str, episode_length: int | None = None):
+    def __init__(self, pool: Any, observation_space: Any, action_space: Any, name: str, episode_length: int):
         super().__init__()
-        probe = make()
+        self.pool = pool
+        self._observation_space = observation_space
+        self._action_space = action_space
         self._name = name
-        self._observation_space = _space(probe.observation_space, "observation")
-        self._action_space = _space(probe.action_space, "action")
-        self._episode_length = int(episode_length or _time_limit(probe) or DEFAULT_EPISODE_LENGTH)
-        probe.close()
-        self.pool = HostPool(make, self._observation_space, probe.action_space)
+        self._episode_length = int(episode_length)
         self._sites = itertools.count()
-
-    @classmethod
-    def from_id(cls, env_id: str, episode_length: int | None = None, **kwargs: Any) -> GymnasiumEnv:
-        """The env Gymnasium registers as `env_id` (with or without the "gymnasium:" prefix)."""
-        import gymnasium
-
-        name = env_id.removeprefix(PREFIX)
-        if name not in gymnasium.registry:
-            raise ValueError(unknown_gymnasium_message(name))
-        limit = {"max_episode_steps": int(episode_length)} if episode_length is not None else {}
-        return cls(lambda: _limited(gymnasium.make(name, **limit, **kwargs), None), PREFIX + name, episode_length)
-
-    @classmethod
-    def from_env(cls, env: Any, episode_length: int | None = None) -> GymnasiumEnv:
-        """Copies of a Gymnasium env object: remade from its spec (wrappers included) where it has
-        one, else deep copies of it."""
-        import gymnasium
-
-        if isinstance(env, gymnasium.vector.VectorEnv):
-            raise TypeError(
-                f"{type(env).__name__} is a Gymnasium vector env; pass one env (or its id) and set n_envs: Ajax "
-                "steps each copy itself, resetting it in the step that ends its episode."
-            )
-        spec = getattr(env, "spec", None)
-        if spec is not None:
-            if episode_length is not None:
-                spec = copy.copy(spec)
-                spec.max_episode_steps = int(episode_length)
-            return cls(lambda: gymnasium.make(spec), PREFIX + spec.id, episode_length)
-        name = PREFIX + type(env.unwrapped).__name__
-        return cls(lambda: _limited(copy.deepcopy(env), episode_length), name, episode_length)
 
     @property
     def name(self) -> str:
@@ -314,8 +283,53 @@ class GymnasiumEnv(environment.Environment):
     def step_env(self, key: jax.Array, state: HostState, action: jax.Array, params: Any):
         raise TypeError(
             f"{self._name} steps on the host and resets itself when an episode ends; call its step, not step_env "
-            "(wrappers that rewrite a gymnax env's step_env cannot wrap it: wrap the Gymnasium env instead)."
+            "(wrappers that rewrite a gymnax env's step_env cannot wrap it: wrap the env before Ajax takes it)."
         )
+
+
+class GymnasiumEnv(HostEnv):
+    """A Gymnasium env stepped on the host. `make` builds one copy; `from_id` and `from_env`
+    build it from an id or an env object."""
+
+    def __init__(self, make: Callable[[], Any], name: str, episode_length: int | None = None):
+        probe = make()
+        observation_space = _space(probe.observation_space, "observation")
+        action_space = _space(probe.action_space, "action")
+        length = episode_length or _time_limit(probe) or DEFAULT_EPISODE_LENGTH
+        probe.close()
+        pool = GymnasiumPool(make, observation_space, probe.action_space)
+        super().__init__(pool, observation_space, action_space, name, length)
+
+    @classmethod
+    def from_id(cls, env_id: str, episode_length: int | None = None, **kwargs: Any) -> GymnasiumEnv:
+        """The env Gymnasium registers as `env_id` (with or without the "gymnasium:" prefix)."""
+        import gymnasium
+
+        name = env_id.removeprefix(PREFIX)
+        if name not in gymnasium.registry:
+            raise ValueError(unknown_gymnasium_message(name))
+        limit = {"max_episode_steps": int(episode_length)} if episode_length is not None else {}
+        return cls(lambda: _limited(gymnasium.make(name, **limit, **kwargs), None), PREFIX + name, episode_length)
+
+    @classmethod
+    def from_env(cls, env: Any, episode_length: int | None = None) -> GymnasiumEnv:
+        """Copies of a Gymnasium env object: remade from its spec (wrappers included) where it has
+        one, else deep copies of it."""
+        import gymnasium
+
+        if isinstance(env, gymnasium.vector.VectorEnv):
+            raise TypeError(
+                f"{type(env).__name__} is a Gymnasium vector env; pass one env (or its id) and set n_envs: Ajax "
+                "steps each copy itself, resetting it in the step that ends its episode."
+            )
+        spec = getattr(env, "spec", None)
+        if spec is not None:
+            if episode_length is not None:
+                spec = copy.copy(spec)
+                spec.max_episode_steps = int(episode_length)
+            return cls(lambda: gymnasium.make(spec), PREFIX + spec.id, episode_length)
+        name = PREFIX + type(env.unwrapped).__name__
+        return cls(lambda: _limited(copy.deepcopy(env), episode_length), name, episode_length)
 
 
 def _time_limit(env: Any) -> int | None:

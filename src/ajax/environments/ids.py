@@ -178,8 +178,10 @@ PACKAGES = {
     "navix": ("navix", "navix"),
     "jumanji": ("jumanji", "jumanji"),
     "gymnasium": ("gymnasium", "gymnasium"),
+    "envpool": ("envpool", "envpool"),
 }
 GYMNASIUM_PREFIX = "gymnasium:"  # Gymnasium's own ids after it, stepped on the host (`host.py`)
+ENVPOOL_PREFIX = "envpool:"  # EnvPool's task ids after it, stepped on the host in C++ (`envpool_envs.py`)
 BACKEND_IDS = {
     "brax": BRAX_IDS,
     "playground": PLAYGROUND_IDS,
@@ -202,6 +204,8 @@ def backend_of(env_id: str) -> str | None:
         return "gymnax"
     if env_id.startswith(GYMNASIUM_PREFIX):
         return "gymnasium"
+    if env_id.startswith(ENVPOOL_PREFIX):
+        return "envpool"
     return next((backend for backend, ids in BACKEND_IDS.items() if env_id in ids), None)
 
 
@@ -224,7 +228,8 @@ def unknown_env_message(env_id: str) -> str:
         f"Brax ids ({', '.join(BRAX_IDS[:4])}, ...), MuJoCo Playground ids ({', '.join(PLAYGROUND_IDS[:3])}, ...) "
         f"TargetGym ids ({', '.join(TARGETGYM_IDS[:3])}, ...), Craftax ids ({CRAFTAX_IDS[0]}, ...), Navix ids "
         f"({NAVIX_IDS[8]}, ...) and Jumanji ids ({', '.join(JUMANJI_IDS[:3])}, ...), Gymnasium ids after "
-        f"{GYMNASIUM_PREFIX!r} ({GYMNASIUM_PREFIX}Pendulum-v1, ...); or pass a gymnax-style environment object "
+        f"{GYMNASIUM_PREFIX!r} ({GYMNASIUM_PREFIX}Pendulum-v1, ...) and EnvPool ids after {ENVPOOL_PREFIX!r} "
+        f"({ENVPOOL_PREFIX}Pong-v5, ...); or pass a gymnax-style environment object "
         "with its params, or a Gymnasium env."
     )
 

@@ -1,0 +1,54 @@
+"""EnvPool tasks stepped on the host: the other backends' contract, not EnvPool's next-step reset."""
+
+import jax
+import numpy as np
+import pytest
+
+from ajax import SAC
+from ajax.environments.create import make_env
+from ajax.logging.wandb_logging import LoggingConfig
+from tests.environments.test_host import rollout
+
+pytest.importorskip("envpool")
+
+
+def test_an_ended_episode_is_reset_in_its_own_step_with_its_final_observation_kept():
+    env, params = make_env("envpool:Pendulum-v1", episode_length=3)
+    assert params.max_steps_in_episode == 3
+    before = env.pool.calls
+    _, (obs, reward, terminated, truncated, final) = rollout(env, params, [0.0] * 7, n_envs=2, n_seeds=2)
+    assert env.pool.calls - before == 1 + 7  # one reset, one call per step for all four copies
+    assert truncated[0, :, 0].tolist() == [False, False, True, False, False, True, False]
+    assert not terminated.any()
+    ended = truncated[0, :, 0]
+    assert not np.allclose(obs[0, ended, 0], final[0, ended, 0])  # the next episode's first observation
+    np.testing.assert_array_equal(obs[0, ~ended, 0], final[0, ~ended, 0])
+
+
+def test_a_terminal_step_pays_and_the_next_step_is_a_real_one():
+    env, params = make_env("envpool:CartPole-v1")
+    _, (_, reward, terminated, truncated, _) = rollout(env, params, [1] * 12)
+    assert terminated[0, :, 0].any() and not truncated.any()
+    # EnvPool's own auto-reset spends the step after a terminal on the reset, paying 0: not here.
+    assert (reward == 1.0).all()
+
+
+def test_atari_frames_come_channels_last_as_uint8_and_unknown_ids_name_the_closest():
+    env, params = make_env("envpool:Pong-v5")
+    space = env.observation_space(params)
+    assert space.shape == (84, 84, 4) and space.dtype == np.uint8 and env.num_actions == 6
+    with pytest.raises(ValueError, match="Closest EnvPool ids: envpool:Pong-v5"):
+        make_env("envpool:Pongg-v5")
+
+
+def test_an_agent_trains_on_it_and_the_same_seed_gives_the_same_run():
+    agent = SAC("envpool:Pendulum-v1", n_envs=2, learning_starts=64, batch_size=32, buffer_size=1_000)
+    logging = LoggingConfig(log_frequency=200)
+    runs = [agent.train(seed=[0, 1], n_timesteps=400, num_episode_test=1, logging_config=logging) for _ in range(2)]
+    (state, evaluations), (again, _) = runs
+    returns = np.asarray(evaluations["Eval/episodic mean reward"])
+    assert returns.shape == (2, 2) and np.isfinite(returns).all() and returns[0].tolist() != returns[1].tolist()
+    jax.tree.map(np.testing.assert_array_equal, state.actor_state.params, again.actor_state.params)
+    agent.env_args.env.pool.close()  # a new process knows none of the restored slots: fresh episodes
+    resumed, _ = agent.train(initial_state=state, n_timesteps=200, num_episode_test=1, total_timesteps=600)
+    assert int(np.asarray(resumed.collector_state.timestep)[0]) == 600
