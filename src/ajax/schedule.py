@@ -13,6 +13,7 @@ alike and an agent holding one stays a valid static argument.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -122,5 +123,7 @@ def check_learning_rate(**rates: Schedule) -> None:
 
 def check_schedule(name: str, schedule: Schedule, *, minimum: float = 0.0) -> None:
     """Reject a constant below `minimum`, NaN, inf or a bool at construction; a callable is checked by its author."""
-    if not callable(schedule) and (isinstance(schedule, bool) or not minimum <= schedule < float("inf")):
+    if callable(schedule):
+        return
+    if isinstance(schedule, bool) or not isinstance(schedule, numbers.Real) or not minimum <= schedule < float("inf"):
         raise ValueError(f"{name} must be >= {minimum} and finite, or a function of the timestep, got {schedule!r}.")

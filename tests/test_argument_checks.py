@@ -1,0 +1,106 @@
+"""Every keyword of every registered agent refuses wrong values at construction, naming itself.
+
+The wrong values are generated from each keyword's one declaration (`ajax.hyperparameters`):
+what it `accepts` says which values lie outside it (a string for a number or a flag, NaN,
+infinity, each side of an interval, a count below its minimum or with a fraction, an option
+that is not one). A new agent, or a new keyword, joins these tests by being declared; a
+declaration whose `accepts` this file cannot read fails the test that lists them, so no
+keyword escapes unchecked.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pytest
+
+from ajax.agents.registry import AGENTS
+
+INTERVAL = re.compile(r"^([\[(])(-?[\d.]+|-inf), (-?[\d.]+|inf)([\])])(, or a schedule|, or None)?$")
+COUNT = re.compile(r"^integer >= (\d+)(, or None|, or -1)?$")
+# Declarations whose rule is not an interval, a count, a flag or options, with values outside it.
+OTHER_RULES: dict[str, list[Any]] = {
+    "two numbers in [0, 1)": [(0.5,), (0.9, 1.0), (-0.1, 0.5), "0.9, 0.999"],
+    "a function of (key, shape, dtype), or None": [3, "he_normal"],
+    "None, 'warmup_cosine'": ["cosine", 1],
+    "None": [1, "none"],
+}
+
+
+def wrong_values(accepts: str) -> list[Any] | None:
+    """Values outside what `accepts` says; None when this file cannot read the rule."""
+    if accepts == "True, False":
+        return ["yes", "False", 1, None]
+    if accepts in OTHER_RULES:
+        return OTHER_RULES[accepts]
+    count = COUNT.match(accepts)
+    if count:
+        minimum, extra = int(count.group(1)), count.group(2)
+        wrong: list[Any] = [minimum + 0.5, "2", math.nan, True]
+        if extra == ", or -1":
+            return [*wrong, -2] + ([minimum - 1] if minimum - 1 != -1 else [])
+        return [*wrong, minimum - 1]
+    interval = INTERVAL.match(accepts)
+    if interval:
+        opening, low, high, closing, _ = interval.groups()
+        low, high = float(low), float(high)
+        wrong = [math.nan, "0.5", True]
+        if math.isinf(low):
+            wrong.append(-math.inf)
+        else:
+            wrong.append(low if opening == "(" else low - 1.0)
+        if math.isinf(high):
+            wrong.append(math.inf)
+        else:
+            wrong.append(high if closing == ")" else high + 1.0)
+        return wrong
+    options = [part.strip() for part in accepts.split(",")]
+    if options and all(o.startswith("'") or o.lstrip("-").isdigit() for o in options[:2]):
+        return ["not-an-option", 10**6 + 7]
+    return None
+
+
+def declarations() -> list[tuple[str, str, str]]:
+    """(agent, keyword, accepts) for every keyword the constructor checks by its own value."""
+    return [
+        (agent, name, entry.accepts)
+        for agent, cls in sorted(AGENTS.items())
+        for name, entry in cls.hyperparameters.declared.items()
+        if entry.check is not None
+    ]
+
+
+def test_every_checked_declaration_has_wrong_values_this_file_can_generate():
+    unread = sorted({accepts for _, _, accepts in declarations() if wrong_values(accepts) is None})
+    assert not unread, f"add these rules to wrong_values or OTHER_RULES: {unread}"
+
+
+@pytest.mark.parametrize(("agent", "keyword", "accepts"), declarations(), ids=lambda v: str(v)[:40])
+def test_each_wrong_value_is_refused_naming_the_keyword(agent, keyword, accepts):
+    hyperparameters = AGENTS[agent].hyperparameters
+    hyperparameters.bind(agent, {})  # the defaults pass
+    for value in wrong_values(accepts):
+        with pytest.raises((ValueError, TypeError)) as refused:
+            hyperparameters.bind(agent, {keyword: value})
+        assert keyword in str(refused.value), f"{agent}({keyword}={value!r}): {refused.value}"
+
+
+@pytest.mark.parametrize("agent", sorted(name for name, cls in AGENTS.items() if cls.built_on == "env_id"))
+def test_the_constructor_refuses_before_it_builds_anything(agent, monkeypatch):
+    """The checks above are the constructor's: a wrong value stops it before the env is built.
+    (TDMPC2MultiTask, built on a dataset, first checks that it was given one.)"""
+    import ajax.agents.base as base
+
+    def no_env(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the env was built before the keywords were checked")
+
+    monkeypatch.setattr(base, "prepare_env", no_env)
+    name, entry = next(
+        (name, entry)
+        for name, entry in AGENTS[agent].hyperparameters.declared.items()
+        if entry.check is not None and wrong_values(entry.accepts)
+    )
+    with pytest.raises((ValueError, TypeError), match=name):
+        AGENTS[agent]("CartPole-v1", **{name: wrong_values(entry.accepts)[0]})
