@@ -92,15 +92,21 @@ def test_spaces_are_read_from_the_env():
     assert not discrete.continuous and discrete.action_dim == 2 and discrete.env.name == "gymnasium:CartPole-v1"
 
 
-def test_unsupported_spaces_and_vector_envs_are_refused_with_what_to_do():
+def test_unsupported_spaces_are_refused_with_what_to_do():
     class Tupled(Countdown):
         observation_space = gymnasium.spaces.Tuple((gymnasium.spaces.Discrete(3), gymnasium.spaces.Discrete(2)))
 
     with pytest.raises(TypeError, match="observation space is Tuple.*FlattenObservation"):
         GymnasiumEnv(Tupled, "tupled")
-    vector = gymnasium.make_vec("CartPole-v1", num_envs=2)
-    with pytest.raises(TypeError, match="vector env; pass one env"):
-        prepare_env(vector)
+
+
+@pytest.mark.parametrize("vectorization_mode", ["vector_entry_point", "sync"])
+def test_a_vector_env_stands_for_its_single_env_with_its_copies_as_n_envs(vectorization_mode):
+    vector = gymnasium.make_vec("CartPole-v1", num_envs=3, vectorization_mode=vectorization_mode)
+    config = prepare_env(vector, n_envs=3)
+    assert config.env.name == "gymnasium:CartPole-v1" and config.n_envs == 3 and config.max_episode_steps == 500
+    with pytest.raises(ValueError, match="holds 3 copies, but n_envs=2: pass n_envs=3"):
+        prepare_env(vector, n_envs=2)
 
 
 def test_unknown_ids_name_the_closest():

@@ -228,7 +228,7 @@ def prepare_env(
     if isinstance(env_id, str):
         env, default_params = make_env(env_id, episode_length, differentiable_reset, fresh_reset)
     elif _is_gymnasium_env(env_id):
-        env = GymnasiumEnv.from_env(env_id, episode_length)
+        env = GymnasiumEnv.from_env(env_id, episode_length, n_envs)
         default_params = env.default_params
     else:
         _check_custom_env(env_id)

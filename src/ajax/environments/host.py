@@ -312,16 +312,32 @@ class GymnasiumEnv(HostEnv):
         return cls(lambda: _limited(gymnasium.make(name, **limit, **kwargs), None), PREFIX + name, episode_length)
 
     @classmethod
-    def from_env(cls, env: Any, episode_length: int | None = None) -> GymnasiumEnv:
+    def from_env(cls, env: Any, episode_length: int | None = None, n_envs: int | None = None) -> GymnasiumEnv:
         """Copies of a Gymnasium env object: remade from its spec (wrappers included) where it has
-        one, else deep copies of it."""
+        one, else deep copies of it.
+
+        A vector env stands for its single env, whose copies Ajax steps itself (resetting each
+        in the step that ends its episode, not in the next as Gymnasium's vector envs do):
+        `n_envs` must then be its `num_envs`, so that no setting goes unused.
+        """
         import gymnasium
 
         if isinstance(env, gymnasium.vector.VectorEnv):
-            raise TypeError(
-                f"{type(env).__name__} is a Gymnasium vector env; pass one env (or its id) and set n_envs: Ajax "
-                "steps each copy itself, resetting it in the step that ends its episode."
-            )
+            if n_envs is not None and n_envs != env.num_envs:
+                raise ValueError(
+                    f"The Gymnasium vector env holds {env.num_envs} copies, but n_envs={n_envs}: pass "
+                    f"n_envs={env.num_envs}, or the single env (or its id) with the n_envs you want."
+                )
+            single = getattr(env, "envs", [None])[0]  # a SyncVectorEnv's own envs
+            if single is None and getattr(env, "spec", None) is None:
+                raise TypeError(
+                    f"{type(env).__name__} shows neither its envs nor a spec to remake them from; pass the single "
+                    "env or its id, with n_envs."
+                )
+            if single is None:
+                limit = {"max_episode_steps": env.spec.max_episode_steps} if env.spec.max_episode_steps else {}
+                single = gymnasium.make(env.spec.id, **limit)
+            return cls.from_env(single, episode_length)
         spec = getattr(env, "spec", None)
         if spec is not None:
             if episode_length is not None:
