@@ -104,3 +104,44 @@ def test_the_constructor_refuses_before_it_builds_anything(agent, monkeypatch):
     )
     with pytest.raises((ValueError, TypeError), match=name):
         AGENTS[agent]("CartPole-v1", **{name: wrong_values(entry.accepts)[0]})
+
+
+def wrong_for(annotation: str) -> list[Any]:
+    """Values outside a config field's annotation (as written in its dataclass)."""
+    optional = "None" in annotation
+    kind = annotation.replace(" | None", "").strip()
+    wrong: list[Any] = [] if optional else [None]
+    if kind == "int":
+        return [*wrong, 0, 1.5, True, "2", math.nan]
+    if kind == "bool":
+        return [*wrong, "yes", "False", 1]
+    if kind.startswith("str"):
+        return [*wrong, 1, ["a"]]
+    if kind.startswith("dict"):
+        return [*wrong, "x", 3]
+    raise AssertionError(f"no wrong values for a field annotated {annotation!r}")
+
+
+def config_fields() -> list[tuple[type, str, str]]:
+    import dataclasses
+
+    from ajax.logging.wandb_logging import LoggingConfig
+    from ajax.networks.memory import MemoryConfig
+
+    inert = {(LoggingConfig, "horizon")}  # kept for old calls, warned about, never read
+    return [
+        (cls, field.name, field.type)
+        for cls in (LoggingConfig, MemoryConfig)
+        for field in dataclasses.fields(cls)
+        if (cls, field.name) not in inert and field.name != "kind"  # `kind`: an option, checked with close matches
+    ]
+
+
+@pytest.mark.parametrize(("cls", "name", "annotation"), config_fields(), ids=lambda v: getattr(v, "__name__", str(v)))
+def test_each_config_field_refuses_values_outside_its_type_naming_itself(cls, name, annotation):
+    base = {"kind": "gru", "hidden_size": 8} if cls.__name__ == "MemoryConfig" else {}
+    cls(**base)
+    for value in wrong_for(annotation):
+        with pytest.raises((ValueError, TypeError)) as refused:
+            cls(**{**base, name: value})
+        assert name in str(refused.value), f"{cls.__name__}({name}={value!r}): {refused.value}"

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ajax.checks import require_counts
 from ajax.deprecation import warn_inert
 
 WANDB_MODES = ("online", "offline", "disabled")
@@ -43,7 +46,7 @@ class LoggingConfig:
     run_name: str | None = None
     use_wandb: bool = False
     use_tensorboard: bool = False
-    folder: str | None = None
+    folder: str | os.PathLike | None = None
     mode: str = "online"
     horizon: int | None = field(default=None, hash=False, compare=False)
 
@@ -51,8 +54,18 @@ class LoggingConfig:
         warn_inert(
             "LoggingConfig", "evaluations follow the run's horizon, train's total_timesteps.", 2, horizon=self.horizon
         )
-        if int(self.log_frequency) < 1:
-            raise ValueError(f"log_frequency must be a positive number of env steps, got {self.log_frequency}.")
+        if not isinstance(self.config, Mapping):
+            raise TypeError(f"config is the dict a backend records for the run, got {type(self.config).__name__}.")
+        require_counts(log_frequency=self.log_frequency)
+        for name in ("use_wandb", "use_tensorboard"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}.")
+        if not isinstance(self.project_name, str) or not self.project_name:
+            raise ValueError(f"project_name must be a non-empty string, got {self.project_name!r}.")
+        if self.run_name is not None and (not isinstance(self.run_name, str) or not self.run_name):
+            raise ValueError(f"run_name must be a non-empty string or None, got {self.run_name!r}.")
+        if self.folder is not None and not isinstance(self.folder, str | os.PathLike):
+            raise ValueError(f"folder must be a path (a string or a Path) or None, got {self.folder!r}.")
         if self.mode not in WANDB_MODES:
             raise ValueError(f"mode is W&B's mode, one of {', '.join(WANDB_MODES)}; got {self.mode!r}.")
 
