@@ -145,3 +145,29 @@ def test_each_config_field_refuses_values_outside_its_type_naming_itself(cls, na
         with pytest.raises((ValueError, TypeError)) as refused:
             cls(**{**base, name: value})
         assert name in str(refused.value), f"{cls.__name__}({name}={value!r}): {refused.value}"
+
+
+TRAIN_WRONG = {
+    "seed": [[0, 0], 1.5, -1, [], True, [0, "a"], "x"],
+    "n_timesteps": [-1, 1.5, "100", math.nan, True, None],
+    "num_episode_test": [0, -1, 1.5, "3", True],
+    "total_timesteps": [0, 1.5, "x"],
+    "logging_config": ["x", 5, {"log_frequency": 10}],
+    "initial_state": ["x", 5],
+    "on_nonfinite": ["explode", 1],
+}
+
+
+def test_train_names_each_argument_it_refuses_before_anything_compiles():
+    import inspect
+
+    from ajax import DQN
+
+    agent = DQN("CartPole-v1")
+    assert set(TRAIN_WRONG) | {"devices"} == set(inspect.signature(agent.train).parameters)  # devices: test_devices
+    for name, values in TRAIN_WRONG.items():
+        for value in values:
+            with pytest.raises((ValueError, TypeError)) as refused:
+                agent.train(**{"seed": 0, "n_timesteps": 100, name: value})
+            assert name in str(refused.value).lower(), f"train({name}={value!r}): {refused.value}"
+    assert not agent._programs  # nothing was traced

@@ -21,7 +21,7 @@ import numpy as np
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.agents.updates_owed import check_gradient_steps
-from ajax.checks import is_count
+from ajax.checks import is_count, require_counts
 from ajax.devices import ONE_DEVICE, Placement
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
@@ -151,6 +151,26 @@ def expert_in_agent_units(expert_policy: Callable[..., Any] | None, env_args: En
 def shallow_fields(config: Any) -> dict[str, Any]:
     """A config dataclass's fields by name, values as they are (`asdict` would unpack an expert)."""
     return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
+
+
+def _check_train_arguments(
+    n_timesteps: Any, num_episode_test: Any, logging_config: Any, initial_state: Any, total_timesteps: Any
+) -> None:
+    """Refuse, before anything is built, a `train` argument of the wrong kind, naming it."""
+    require_counts(0, n_timesteps=n_timesteps)
+    require_counts(num_episode_test=num_episode_test)
+    if total_timesteps is not None:
+        require_counts(total_timesteps=total_timesteps)
+    if logging_config is not None and not isinstance(logging_config, LoggingConfig):
+        raise TypeError(
+            f"logging_config must be a LoggingConfig (ajax.logging.wandb_logging) or None, got "
+            f"{type(logging_config).__name__}."
+        )
+    if initial_state is not None and not isinstance(initial_state, BaseAgentState):
+        raise TypeError(
+            f"initial_state must be a state an agent's train returned (or restore_into read), got "
+            f"{type(initial_state).__name__}."
+        )
 
 
 def checked_seeds(seed: int | Sequence[int]) -> list[int]:
@@ -618,6 +638,7 @@ class ActorCritic:
         (`ajax.devices`); the results are the one-device run's.
         """
         nonfinite.check_mode(on_nonfinite)
+        _check_train_arguments(n_timesteps, num_episode_test, logging_config, initial_state, total_timesteps)
         seeds = None if seed is None else checked_seeds(seed)
         if initial_state is None:
             seeds = [0] if seeds is None else seeds
@@ -669,8 +690,7 @@ class ActorCritic:
         The same episodes the logging gate runs, with keys drawn from `seed` rather than from
         the state, so evaluating leaves the run itself untouched.
         """
-        if num_episode_test < 1:
-            raise ValueError(f"num_episode_test must be a positive integer, got {num_episode_test}.")
+        require_counts(num_episode_test=num_episode_test)
         timestep = shared_counters(state)["timestep"]
         run = RunSettings(timestep, timestep, timestep, num_episode_test=num_episode_test)
         one_seed = self.get_make_train()(run=run)
