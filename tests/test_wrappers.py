@@ -218,3 +218,18 @@ def test_auto_reset_steps_exactly_as_gymnax_and_branches_on_episode_ends():
     step = lambda env: lambda s: env.step(jax.random.PRNGKey(0), s, 0, params)  # noqa: E731
     assert "cond[" in str(jax.make_jaxpr(step(wrapped))(state))
     assert "cond[" not in str(jax.make_jaxpr(step(AutoReset(env, differentiable=True)))(state))
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (lambda key: 0, "takes 1 positional argument; it must be fn\\(key, params\\)"),
+        (lambda key, state, params, extra: 0, "takes 4 positional arguments"),
+        (lambda key, params: key["x"], "failed when traced on Pendulum-v1"),
+        (lambda key, state, params: params, "'EnvParams' object has no attribute 'theta'"),
+    ],
+)
+def test_initial_state_fn_of_the_wrong_shape_is_refused_at_construction(fn, says):
+    plant, _ = gymnax.make("Pendulum-v1")
+    with pytest.raises(TypeError, match=says):
+        InitialStateWrapper(plant, fn)

@@ -262,10 +262,25 @@ class InitialStateWrapper(Wrapper):
                 "InitialStateWrapper needs fn(key, params) -> env_state or fn(key, state, params) -> env_state, "
                 f"got {type(fn).__name__}."
             )
+        arity = _positional_arity(fn)
+        if arity not in (2, 3, None):
+            raise TypeError(
+                f"InitialStateWrapper's fn takes {arity} positional argument{'s' if arity != 1 else ''}; it must be "
+                "fn(key, params) -> env_state (build the state) or fn(key, state, params) -> env_state (edit the "
+                "state the inner env's reset drew)."
+            )
         super().__init__(env)
         self.fn = fn
-        self.edits_reset = _positional_arity(fn) == 3
+        self.edits_reset = arity == 3
         self._observe = _observation_fn(env)
+        try:
+            jax.eval_shape(self.reset_env, jax.random.PRNGKey(0), env.default_params)
+        except Exception as failure:
+            raise TypeError(
+                f"InitialStateWrapper's fn failed when traced on {env.name} ({type(failure).__name__}: {failure}). "
+                "It runs inside the compiled reset: fn(key, params) or fn(key, state, params), returning the env's "
+                "state."
+            ) from failure
 
     def reset_env(self, key, params):
         state_key, obs_key = jax.random.split(key)
