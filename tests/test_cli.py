@@ -405,3 +405,34 @@ def test_the_command_modules_import_in_one_direction_and_cli_only_dispatches():
     for command in ("train", "eval", "sweep"):
         taken = _command_imports("ajax.cli")[f"ajax.commands.{command}"]
         assert taken == {"add_parser", f"{command}_command"}, f"ajax.cli takes {taken} from ajax.commands.{command}"
+
+
+def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """The second chunk's checkpoint write fails as on a full disk: the first stays whole, and resumes."""
+    import errno
+
+    import ajax.checkpoint
+
+    out = tmp_path / "run"
+    run = ["train", "DQN", "CartPole-v1", "--timesteps", "2000", "--n-envs", "4", "--log-frequency", "1000"]
+    run += ["--param", "architecture=32,relu", "--param", "learning_starts=500", "--out", str(out)]
+    real_fsync, calls = ajax.checkpoint.os.fsync, []
+
+    def fsync_until_full(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) > 2:  # the first save's file and directory, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(ajax.checkpoint.os, "fsync", fsync_until_full)
+    assert main(run) == 1
+    monkeypatch.setattr(ajax.checkpoint.os, "fsync", real_fsync)
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and "No space left on device" in said[0] and "--resume" in said[0]
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".checkpoint")) == []  # no temporary left
+    skeleton, _ = DQN("CartPole-v1", n_envs=4, architecture=("32", "relu"), learning_starts=500).train(
+        seed=[0], n_timesteps=0, total_timesteps=2000
+    )
+    assert int(restore_into(skeleton, out / "checkpoint.ckpt").collector_state.timestep[0]) == 1000
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["train", "--resume", str(out)]) == 0

@@ -323,6 +323,7 @@ class _Outcome:
     interrupted: bool
     stopped: str | None
     wall_time: float
+    unwritable: str | None = None  # the run folder could not be written (a full disk): why, in one line
 
 
 def _resume(run: _Run, console: Console) -> tuple[Any, list[Row], str | None]:
@@ -408,7 +409,7 @@ def _train_with_progress(
         )
 
     chunks: list[dict[str, np.ndarray]] = []
-    interrupted, stopped = False, None
+    interrupted, stopped, unwritable = False, None, None
     started = time.perf_counter()
     progress = Progress(
         TextColumn("[progress.description]{task.description}"),
@@ -438,12 +439,20 @@ def _train_with_progress(
             interrupted = True
         except NonFiniteError as error:  # --on-nonfinite raise: stop, keep the finished chunks' files
             stopped = str(error)
+        except OSError as error:  # a full disk: each file is written beside the old one, so the last stays whole
+            unwritable = (
+                f"Could not write to {run.out} ({error.strerror or error}): its checkpoint still holds the last "
+                f"chunk written. Free space, then run `ajax train --resume {run.out}`."
+            )
     wall_time = time.perf_counter() - started
-    return _Outcome(all_rows(chunks), state, interrupted, stopped, wall_time)
+    return _Outcome(all_rows(chunks), state, interrupted, stopped, wall_time, unwritable)
 
 
 def _write_and_summarise(run: _Run, outcome: _Outcome, console: Console) -> int:
     """The run folder's last files and the summary table; the exit status: 130 interrupted, 1 stopped."""
+    if outcome.unwritable is not None:
+        print(outcome.unwritable, file=sys.stderr)
+        return 1
     rows = outcome.rows
     write_jsonl(run.out / "evaluations.jsonl", rows)
     write_csv(run.out / "evaluations.csv", rows)
