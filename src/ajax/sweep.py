@@ -32,7 +32,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax import nonfinite
-from ajax.agents.base import ActorCritic, _unbatched_counters, checked_seeds, run_seeds, strongly_typed
+from ajax.agents.base import (
+    ActorCritic,
+    _unbatched_counters,
+    check_train_arguments,
+    checked_seeds,
+    run_seeds,
+    strongly_typed,
+)
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
 from ajax.devices import Placement
@@ -265,6 +272,7 @@ def sweep(
     seeds are written under `run_directory/config_<k>/seed_<s>` once the program returns.
     """
     nonfinite.check_mode(on_nonfinite)
+    check_train_arguments(n_timesteps, num_episode_test, logging_config, initial_state, total_timesteps)
     runs = configurations(grid, configs)
     check_sweepable(agent_cls, sorted({name for config in runs for name in config}), fixed)
     seeds = checked_seeds(seed)

@@ -25,7 +25,7 @@ def test_discrete_env_for_sac_and_continuous_env_for_dqn():
 
 def test_negative_timesteps_and_empty_seed_list():
     agent = DQN("CartPole-v1", architecture=SMALL, buffer_size=1000)
-    with pytest.raises(ValueError, match="n_timesteps must be >= 0"):
+    with pytest.raises(ValueError, match="n_timesteps must be an integer >= 0"):
         agent.train(seed=0, n_timesteps=-1)
     with pytest.raises(ValueError, match="at least one seed"):
         agent.train(seed=[], n_timesteps=10)

@@ -153,7 +153,7 @@ def shallow_fields(config: Any) -> dict[str, Any]:
     return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
 
 
-def _check_train_arguments(
+def check_train_arguments(
     n_timesteps: Any, num_episode_test: Any, logging_config: Any, initial_state: Any, total_timesteps: Any
 ) -> None:
     """Refuse, before anything is built, a `train` argument of the wrong kind, naming it."""
@@ -575,11 +575,7 @@ class ActorCritic:
         total_timesteps: int | None,
     ) -> tuple[RunSettings, LoggingConfig | None]:
         """What a call from timestep `start` covers, checked; the logging config with the run's."""
-        n_timesteps = int(n_timesteps)
-        if n_timesteps < 0:
-            raise ValueError(f"n_timesteps must be >= 0, got {n_timesteps} (0 returns the untrained state).")
-        if num_episode_test < 1:
-            raise ValueError(f"num_episode_test must be a positive integer, got {num_episode_test}.")
+        n_timesteps = int(n_timesteps)  # checked by `check_train_arguments`
         end = start + n_timesteps
         horizon = int(total_timesteps) if total_timesteps is not None else end
         rollout = self.rollout_steps()
@@ -638,7 +634,7 @@ class ActorCritic:
         (`ajax.devices`); the results are the one-device run's.
         """
         nonfinite.check_mode(on_nonfinite)
-        _check_train_arguments(n_timesteps, num_episode_test, logging_config, initial_state, total_timesteps)
+        check_train_arguments(n_timesteps, num_episode_test, logging_config, initial_state, total_timesteps)
         seeds = None if seed is None else checked_seeds(seed)
         if initial_state is None:
             seeds = [0] if seeds is None else seeds
