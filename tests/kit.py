@@ -52,6 +52,7 @@ SPECIFIC: dict[str, Any] = {
     "APG": lambda: {"horizon": 16},
     "PQN": lambda: {"n_minibatches": 2},
     "REDQ": lambda: {"n_critics": 4, "utd_ratio": 3},
+    "TQC": lambda: {"n_critics": 2, "n_quantiles": 3},
     "DAgger": lambda: {"expert_policy": cartpole_expert, "n_gradient_steps": 4},
     "IQL": lambda: {"dataset": iql_dataset()},
     "UDRL": lambda: {"n_updates_per_iter": 4, "buffer_size": 16, "top_k": 4},

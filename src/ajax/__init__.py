@@ -19,6 +19,7 @@ from ajax.agents.SAC import SAC  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
 from ajax.agents.TDMPC2 import TDMPC2  # noqa: E402
 from ajax.agents.TDMPC2MultiTask import TDMPC2MultiTask  # noqa: E402
+from ajax.agents.TQC import TQC  # noqa: E402
 from ajax.agents.UDRL import UDRL  # noqa: E402
 
 __all__ = [
@@ -37,5 +38,6 @@ __all__ = [
     "TD3",
     "TDMPC2",
     "TDMPC2MultiTask",
+    "TQC",
     "UDRL",
 ]

@@ -37,6 +37,7 @@ FOLDED = {
     "SAC": REPLAY_CRITIC | {"action"},  # its action pipeline
     "TD3": REPLAY_CRITIC,
     "REDQ": REPLAY_CRITIC,
+    "TQC": {"critic_loss", "actor_loss"},  # its critics are quantiles: no phase reads one value per action
     "ASAC": REPLAY_CRITIC,
     "AVG": REPLAY_CRITIC,
     "DQN": {"on_target", "critic_loss"},

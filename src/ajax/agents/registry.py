@@ -23,6 +23,7 @@ from ajax.agents.SAC import SAC
 from ajax.agents.TD3 import TD3
 from ajax.agents.TDMPC2 import TDMPC2
 from ajax.agents.TDMPC2MultiTask import TDMPC2MultiTask
+from ajax.agents.TQC import TQC
 from ajax.agents.UDRL import UDRL
 
 AGENTS: dict[str, type[ActorCritic]] = {
@@ -41,5 +42,6 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "TD3": TD3,
     "TDMPC2": TDMPC2,
     "TDMPC2MultiTask": TDMPC2MultiTask,
+    "TQC": TQC,
     "UDRL": UDRL,
 }

@@ -23,8 +23,14 @@ from ajax.state import EnvironmentConfig
 
 
 def ensemble_min(critic_state: Any, params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
-    """min_i Q_i(s, a) over the agent's critic ensemble (members on axis 0) under `params`."""
-    return jnp.min(critic_state.apply_fn(params, obs, action), axis=0)
+    """min_i Q_i(s, a) over the agent's critic ensemble (members on axis 0) under `params`.
+
+    A distributional critic's Q is the mean of its quantiles (TQC's, on a last axis).
+    """
+    q = critic_state.apply_fn(params, obs, action)
+    if q.ndim == action.ndim + 1:
+        q = jnp.mean(q, axis=-1)
+    return jnp.min(q, axis=0)
 
 
 @dataclass(frozen=True)

@@ -115,17 +115,23 @@ class ValueCritic(nn.Module):
 
 
 class QCritic(nn.Module):
-    """Q(s, a) for continuous actions: the action joins the observation at the input."""
+    """Q(s, a) for continuous actions: the action joins the observation at the input.
+
+    `outputs` gives that many values on a last axis (TQC's quantiles of the return) instead of one value.
+    """
 
     architecture: tuple[str, ...]
     normalize_features: bool = False
+    outputs: int | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         hidden = MLP(self.architecture, normalize_features=self.normalize_features)(
             jnp.concatenate([obs, action], axis=-1)
         )
-        return nn.Dense(1)(hidden).squeeze(-1)
+        if self.outputs is None:
+            return nn.Dense(1)(hidden).squeeze(-1)
+        return nn.Dense(self.outputs)(hidden)
 
 
 class QEnsemble(nn.Module):
@@ -133,6 +139,7 @@ class QEnsemble(nn.Module):
 
     architecture: tuple[str, ...]
     n: int = 2
+    outputs: int | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
@@ -144,7 +151,7 @@ class QEnsemble(nn.Module):
             out_axes=0,
             axis_size=self.n,
         )
-        return ensemble(self.architecture)(obs, action)
+        return ensemble(self.architecture, outputs=self.outputs)(obs, action)
 
 
 class DiscreteQNetwork(nn.Module):

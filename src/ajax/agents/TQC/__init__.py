@@ -1,0 +1,3 @@
+from ajax.agents.TQC.TQC import TQC
+
+__all__ = ["TQC"]

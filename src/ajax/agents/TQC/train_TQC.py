@@ -1,0 +1,95 @@
+"""TQC on the shared off-policy loop: SAC's update with distributional critics and a truncated target.
+
+SAC's parts (collection, warm-up, expert and gSDE, memory, the actor and temperature steps,
+the extensions' folds) are SAC's own; TQC's critic is an ensemble of `n_critics` networks of
+`n_quantiles` outputs, trained with the quantile Huber loss towards the truncated mixture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import flax.linen as nn
+import jax
+
+from ajax.agents.loop import RunSettings, critic_step
+from ajax.agents.recurrent import replay_network
+from ajax.agents.SAC.core import polyak
+from ajax.agents.SAC.state import SoftACState
+from ajax.agents.SAC.train_SAC import AuxiliaryLogs, SoftActorCritic, ValueAuxiliaries
+from ajax.agents.TQC.core import mean_atom, quantile_huber_loss, tqc_target, truncated_atoms
+from ajax.agents.TQC.state import TQCConfig
+from ajax.buffers.sequence import SequenceStep
+from ajax.environments.interaction import Transition
+from ajax.extensions import ExtensionStack
+from ajax.networks.actor_critic import QEnsemble
+from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+
+
+@dataclass(frozen=True)
+class QuantileActorCritic(SoftActorCritic):
+    """SAC's parts with critics of `n_quantiles` outputs each, trained by quantile regression."""
+
+    config: TQCConfig
+
+    def critic(self, n: int | None = None) -> nn.Module:
+        head = QEnsemble(
+            self.network_args.critic_architecture,
+            n=self.config.n_critics if n is None else n,
+            outputs=self.config.n_quantiles,
+        )
+        return replay_network(head, self.memory, self.network_args.encoder, self.env_args.observation_parts)
+
+    def critic_update(
+        self, state: SoftACState, batch: Transition | SequenceStep, target: jax.Array
+    ) -> tuple[LoopTrainState, ValueAuxiliaries, dict[str, jax.Array]]:
+        """A quantile-regression step of every critic towards the kept atoms, then the Polyak update."""
+        trained = self.reader.trained(batch)
+
+        def loss(params: Any, target: jax.Array) -> tuple[jax.Array, jax.Array]:
+            quantiles = self.q_values(params, batch, trained.action)
+            return quantile_huber_loss(quantiles, target), mean_atom(quantiles).mean()
+
+        critic_state, value, q_mean, norm, metrics = critic_step(
+            state.critic_state, loss, target, trained, state, self.extensions
+        )
+        critic_state = critic_state.replace(
+            target_params=polyak(critic_state.target_params, critic_state.params, self.config.tau)
+        )
+        return critic_state, ValueAuxiliaries(value, q_mean, norm), metrics
+
+
+def make_train(
+    *,
+    env_args: EnvironmentConfig,
+    network_args: NetworkConfig,
+    actor_optimizer_args: OptimizerConfig,
+    critic_optimizer_args: OptimizerConfig,
+    agent_config: TQCConfig,
+    extensions: ExtensionStack,
+    run: RunSettings,
+):
+    tqc = QuantileActorCritic(
+        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
+    )
+    config = agent_config
+
+    def update(state: SoftACState, transition: Transition):
+        del transition  # TQC learns from replay; the loop has already stored the step
+        state, (sample_key, next_key, actor_key) = state.next_keys(3)
+        batch = tqc.sample(state, sample_key)
+        trained = tqc.reader.trained(batch)
+
+        next_action, next_log_prob = tqc.next_policy(state, batch).sample_and_log_prob(seed=next_key)
+        next_quantiles = tqc.next_q_values(state.critic_state.target_params, batch, next_action)
+        atoms = truncated_atoms(next_quantiles, config.drop_per_critic)
+        target = tqc_target(trained.reward, trained.terminated, atoms, next_log_prob, tqc.alpha(state), config.gamma)
+        critic_state, value_aux, critic_metrics = tqc.critic_update(state, batch, target)
+
+        state = state.replace(critic_state=critic_state)
+        mean_q = lambda action: mean_atom(tqc.q_values(critic_state.params, batch, action))  # noqa: E731
+        state, policy_aux, temperature_aux, actor_metrics = tqc.actor_update(state, batch, actor_key, mean_q)
+        return state, AuxiliaryLogs(policy_aux, value_aux, temperature_aux, {**critic_metrics, **actor_metrics})
+
+    return tqc.loop(run, tqc.init, update, mean_atom)
