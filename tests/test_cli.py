@@ -436,3 +436,30 @@ def test_a_full_disk_mid_run_keeps_the_last_checkpoint_and_says_so_in_one_line(t
     assert int(restore_into(skeleton, out / "checkpoint.ckpt").collector_state.timestep[0]) == 1000
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(["train", "--resume", str(out)]) == 0
+
+
+DAMAGES = {
+    "deleted": lambda path: path.unlink(),
+    "truncated": lambda path: path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2]),
+    "garbage": lambda path: path.write_bytes(b"\x00\xffnot what ajax wrote\n"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_no_damage_to_a_run_folder_file_gets_a_traceback_from_resume_or_eval(tiny_run, tmp_path, damage, capsys):
+    """Each file of a finished run folder deleted, cut in half or overwritten: `--resume` and `eval`
+    either work (the file is rewritten from the others) or say what is wrong in one line."""
+    _, _, out = tiny_run
+    for file in sorted(p.name for p in out.iterdir() if p.is_file()):
+        folder = tmp_path / f"{damage}-{file}"
+        folder.mkdir()
+        for name in (p.name for p in out.iterdir() if p.is_file()):
+            (folder / name).write_bytes((out / name).read_bytes())
+        DAMAGES[damage](folder / file)
+        for argv in (["train", "--resume", str(folder)], ["eval", str(folder)]):
+            with contextlib.redirect_stdout(io.StringIO()):
+                status = main(argv)
+            err = capsys.readouterr().err.strip()
+            assert status in (0, 2), (file, argv, status, err)
+            if status:
+                assert err.count("\n") == 0 and str(folder) in err, (file, argv, err)

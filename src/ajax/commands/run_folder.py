@@ -83,8 +83,24 @@ def write_jsonl(path: Path, rows: Sequence[Row]) -> None:
 
 
 def read_jsonl(path: Path) -> list[Row]:
-    """The rows `write_jsonl` wrote; none when the run has not finished a chunk yet."""
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    """The rows `write_jsonl` wrote; none when the run has not finished a chunk yet.
+
+    A file that is not such rows raises a ValueError that names it and what to do, in one line.
+    """
+    if not path.exists():
+        return []
+    try:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        rows, problem = [], f"{type(error).__name__}: {error}"
+    else:
+        problem = None if all(isinstance(row, dict) and "timestep" in row for row in rows) else "not rows"
+    if problem is not None:
+        raise ValueError(
+            f"{path} is damaged ({problem}): the evaluations so far cannot be read. Restore it, or delete it to "
+            "resume without the earlier evaluations."
+        )
+    return rows
 
 
 def write_csv(path: Path, rows: Sequence[Row]) -> None:

@@ -244,7 +244,11 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
             print(error, file=sys.stderr)
             return 2
         reached = int(np.asarray(state.collector_state.timestep).flat[0])
-        previous = [row for row in read_jsonl(out / "evaluations.jsonl") if row["timestep"] <= reached]
+        try:
+            previous = [row for row in read_jsonl(out / "evaluations.jsonl") if row["timestep"] <= reached]
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 2
         console.print(f"Resuming {out} at timestep {reached} of {total}.", highlight=False)
     else:
         config = {**template.config, "configurations": configurations, "sweep": settings}

@@ -329,7 +329,7 @@ class _Outcome:
 def _resume(run: _Run, console: Console) -> tuple[Any, list[Row], str | None]:
     """The state the run folder's checkpoint holds and the rows evaluated up to it; or why it does not fit."""
     from ajax.checkpoint import CheckpointError, restore_into
-    from ajax.environments.host import GymnasiumEnv
+    from ajax.environments.host import HostEnv
 
     skeleton, _ = run.agent.train(seed=run.seeds, n_timesteps=0, total_timesteps=run.total)
     try:
@@ -338,9 +338,12 @@ def _resume(run: _Run, console: Console) -> tuple[Any, list[Row], str | None]:
         return None, [], str(error)
     reached = int(state.collector_state.timestep[0])
     # Rows are written before the checkpoint: any past it belong to the chunk that will run again.
-    previous_rows = [row for row in read_jsonl(run.out / "evaluations.jsonl") if row["timestep"] <= reached]
+    try:
+        previous_rows = [row for row in read_jsonl(run.out / "evaluations.jsonl") if row["timestep"] <= reached]
+    except ValueError as error:
+        return None, [], str(error)
     console.print(f"Resuming {run.out} at timestep {reached} of {run.total}.", highlight=False)
-    if isinstance(run.agent.env_args.env, GymnasiumEnv):
+    if isinstance(run.agent.env_args.env, HostEnv):
         console.print(
             f"{run.agent.env_args.env.name} steps on the host, whose env state a checkpoint cannot hold: "
             "every copy starts a fresh episode (the agent, replay, normalisers and keys resume exactly).",
