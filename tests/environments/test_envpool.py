@@ -52,3 +52,10 @@ def test_an_agent_trains_on_it_and_the_same_seed_gives_the_same_run():
     agent.env_args.env.pool.close()  # a new process knows none of the restored slots: fresh episodes
     resumed, _ = agent.train(initial_state=state, n_timesteps=200, num_episode_test=1, total_timesteps=600)
     assert int(np.asarray(resumed.collector_state.timestep)[0]) == 600
+
+
+def test_apg_refuses_an_envpool_task_too():
+    from ajax import APG
+
+    with pytest.raises(ValueError, match="steps on the host, where no gradient flows"):
+        APG("envpool:Pendulum-v1")

@@ -12,7 +12,7 @@ from ajax.agents.APG.train_APG import VisitedStates, make_train
 from ajax.agents.base import ARCHITECTURE, ENVIRONMENT, ActorCritic, field_names, gradient_clip
 from ajax.checks import in_interval
 from ajax.environments.differentiable import with_gradients
-from ajax.environments.host import GymnasiumEnv
+from ajax.environments.host import HostEnv
 from ajax.environments.system_class import SystemClass, SystemClassWrapper
 from ajax.extensions import LOOP_PHASES
 from ajax.hyperparameters import (
@@ -91,7 +91,7 @@ class APG(ActorCritic):
     def __init__(self, env_id: str | Any, **settings: Any) -> None:
         super().__init__(env_id, **settings)
         s = self.settings
-        if isinstance(self.env_args.env, GymnasiumEnv):
+        if isinstance(self.env_args.env, HostEnv):
             raise ValueError(
                 f"APG back-propagates through its rollouts, and {self.env_args.env.name} steps on the host, where no "
                 "gradient flows. Train APG on a JAX environment (a gymnax, Brax or Playground id), or use SAC or PPO."
