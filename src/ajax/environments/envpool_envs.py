@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from gymnax.environments import spaces
 
-from ajax.environments.host import HostEnv, _space
+from ajax.environments.host import HostEnv, _space, host_actions, key_seed
 from ajax.environments.ids import ENVPOOL_PREFIX as PREFIX
 
 SITE_BITS = 20  # a slot is (site << SITE_BITS) | copy: a million copies per place in the program
@@ -77,8 +77,7 @@ class EnvPoolPool:
         self.calls += 1
         batch_shape = keys.shape[:-1]
         n = int(np.prod(batch_shape))
-        first = keys.reshape(-1, keys.shape[-1])[0].astype(np.uint64)
-        obs = self._start(site, n, int(first[0] << np.uint64(16) ^ first[-1]) % 2**31)
+        obs = self._start(site, n, key_seed(keys.reshape(-1, keys.shape[-1])[0]) % 2**31)  # EnvPool's seed is int32
         slots = (site << SITE_BITS) | np.arange(n, dtype=np.int32)
         return slots.reshape(batch_shape), obs.reshape(batch_shape + obs.shape[1:])
 
@@ -94,11 +93,7 @@ class EnvPoolPool:
             zeros = np.zeros(n, bool)
             return self._shaped(batch_shape, slots, obs, np.zeros(n, np.float32), zeros, ~zeros, obs)
         pool = self.pools[site]
-        space = self.action_space
-        if hasattr(space, "n"):
-            action = actions.reshape(n).astype(np.int32) + int(space.start)
-        else:
-            action = actions.reshape(n, *space.shape).astype(space.dtype)
+        action = host_actions(self.action_space, actions, n)
         obs, reward, terminated, truncated, info = pool.step(action, np.arange(n, dtype=np.int32))
         order = np.argsort(info["env_id"])
         obs, reward = self._observe(obs)[order], np.asarray(reward, np.float32)[order]

@@ -118,6 +118,20 @@ def _result(space: Any, batch_shape: tuple[int, ...]) -> Any:
     return jax.ShapeDtypeStruct(batch_shape + tuple(space.shape), space.dtype)
 
 
+def key_seed(key: np.ndarray) -> int:
+    """A Gymnasium seed drawn from one JAX key's data (its first and last words)."""
+    key = key.astype(np.uint64)
+    return int(key[0]) << 32 | int(key[-1])
+
+
+def host_actions(space: Any, actions: np.ndarray, n: int) -> np.ndarray:
+    """Ajax's actions for `n` copies in a Gymnasium `space`'s terms: a Discrete's counted from its
+    `start` (Ajax counts from 0), a Box's in its dtype and shape."""
+    if hasattr(space, "n"):
+        return actions.reshape(n).astype(np.int64) + int(space.start)
+    return actions.reshape(n, *space.shape).astype(space.dtype)
+
+
 class GymnasiumPool:
     """The Gymnasium envs behind one `GymnasiumEnv`: one per slot, built on first use.
 
@@ -142,17 +156,11 @@ class GymnasiumPool:
             self.envs[slot] = self.make()
         return self.envs[slot]
 
-    def _action(self, action: np.ndarray) -> Any:
-        space = self.action_space
-        if hasattr(space, "n"):  # Discrete: Ajax counts from 0, Gymnasium from `start`
-            return int(action) + int(space.start)
-        return np.asarray(action, space.dtype).reshape(space.shape)
-
     def reset(self, site: int, keys: np.ndarray) -> tuple[np.ndarray, Any]:
         """Reset the envs the program place `site` owns, one per key, seeded from the keys."""
         self.calls += 1
         batch_shape = keys.shape[:-1]
-        flat = keys.reshape(-1, keys.shape[-1]).astype(np.uint64)
+        flat = keys.reshape(-1, keys.shape[-1])
         slots = self.sites.get(site)
         if slots is None or slots.size != len(flat):
             start = max(self.envs, default=-1) + 1
@@ -160,8 +168,7 @@ class GymnasiumPool:
             self.sites[site] = slots
         observations = []
         for slot, key in zip(slots, flat, strict=True):
-            seed = int(key[0]) << 32 | int(key[-1])
-            obs, _ = self._env(int(slot)).reset(seed=seed)
+            obs, _ = self._env(int(slot)).reset(seed=key_seed(key))
             observations.append(self._observe(obs))
         return slots.reshape(batch_shape), _stack(observations, batch_shape, self.observation_space)
 
@@ -169,7 +176,7 @@ class GymnasiumPool:
         """Step every copy; a copy whose episode ended is reset here, its final observation kept."""
         self.calls += 1
         batch_shape = slots.shape
-        flat_actions = actions.reshape(len(slots.reshape(-1)), *actions.shape[len(batch_shape) :])
+        flat_actions = host_actions(self.action_space, actions, slots.size)
         observations, finals = [], []
         rewards = np.zeros(len(flat_actions), np.float32)
         terminated = np.zeros(len(flat_actions), bool)
@@ -184,7 +191,7 @@ class GymnasiumPool:
                 truncated[i] = True
                 continue
             env = self.envs[slot]
-            obs, reward, term, trunc, _ = env.step(self._action(action))
+            obs, reward, term, trunc, _ = env.step(action)
             obs = self._observe(obs)
             rewards[i], terminated[i], truncated[i] = float(reward), bool(term), bool(trunc) and not term
             finals.append(obs)
