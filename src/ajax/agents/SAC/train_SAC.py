@@ -263,15 +263,19 @@ class SoftActorCritic(ReplayActorCritic):
         next_action, next_log_prob = self.next_policy(state, batch).sample_and_log_prob(seed=key)
         return next_action, next_log_prob, jnp.min(self.next_q_values(params, batch, next_action), axis=0)
 
+    @staticmethod
+    def critic_loss(q: jax.Array, target: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Half the squared TD error, summed over the ensemble; and the mean Q (TQC's loss differs)."""
+        return 0.5 * jnp.sum(jnp.mean(jnp.square(q - target), axis=tuple(range(1, q.ndim)))), jnp.mean(q)
+
     def critic_update(
         self, state: SoftACState, batch: Transition | SequenceStep, target: jax.Array
     ) -> tuple[LoopTrainState, ValueAuxiliaries, dict[str, jax.Array]]:
-        """A critic step of every ensemble member towards `target`, then the Polyak update."""
+        """A critic step of every ensemble member towards `target` on `critic_loss`, then the Polyak update."""
         trained = self.reader.trained(batch)
 
         def td_loss(params: Any, target: jax.Array) -> tuple[jax.Array, jax.Array]:
-            q = self.q_values(params, batch, trained.action)
-            return 0.5 * jnp.sum(jnp.mean(jnp.square(q - target), axis=tuple(range(1, q.ndim)))), jnp.mean(q)
+            return self.critic_loss(self.q_values(params, batch, trained.action), target)
 
         critic_state, loss, q_mean, norm, metrics = critic_step(
             state.critic_state, td_loss, target, trained, state, self.extensions

@@ -8,23 +8,20 @@ the extensions' folds) are SAC's own; TQC's critic is an ensemble of `n_critics`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import flax.linen as nn
 import jax
 
-from ajax.agents.loop import RunSettings, critic_step
+from ajax.agents.loop import RunSettings
 from ajax.agents.recurrent import replay_network
-from ajax.agents.SAC.core import polyak
 from ajax.agents.SAC.state import SoftACState
-from ajax.agents.SAC.train_SAC import AuxiliaryLogs, SoftActorCritic, ValueAuxiliaries
+from ajax.agents.SAC.train_SAC import AuxiliaryLogs, SoftActorCritic
 from ajax.agents.TQC.core import mean_atom, quantile_huber_loss, tqc_target, truncated_atoms
 from ajax.agents.TQC.state import TQCConfig
-from ajax.buffers.sequence import SequenceStep
 from ajax.environments.interaction import Transition
 from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble
-from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
 @dataclass(frozen=True)
@@ -41,23 +38,10 @@ class QuantileActorCritic(SoftActorCritic):
         )
         return replay_network(head, self.memory, self.network_args.encoder, self.env_args.observation_parts)
 
-    def critic_update(
-        self, state: SoftACState, batch: Transition | SequenceStep, target: jax.Array
-    ) -> tuple[LoopTrainState, ValueAuxiliaries, dict[str, jax.Array]]:
-        """A quantile-regression step of every critic towards the kept atoms, then the Polyak update."""
-        trained = self.reader.trained(batch)
-
-        def loss(params: Any, target: jax.Array) -> tuple[jax.Array, jax.Array]:
-            quantiles = self.q_values(params, batch, trained.action)
-            return quantile_huber_loss(quantiles, target), mean_atom(quantiles).mean()
-
-        critic_state, value, q_mean, norm, metrics = critic_step(
-            state.critic_state, loss, target, trained, state, self.extensions
-        )
-        critic_state = critic_state.replace(
-            target_params=polyak(critic_state.target_params, critic_state.params, self.config.tau)
-        )
-        return critic_state, ValueAuxiliaries(value, q_mean, norm), metrics
+    @staticmethod
+    def critic_loss(quantiles: jax.Array, target: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """Quantile regression of every critic on the kept atoms; and the mean atom."""
+        return quantile_huber_loss(quantiles, target), mean_atom(quantiles).mean()
 
 
 def make_train(
