@@ -31,11 +31,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ajax import SAC
-from ajax.agents.cloning import deterministic_action
 from ajax.buffers import Dataset, MultiTaskDataset, collect_dataset
 from ajax.environments.create import prepare_env
 from ajax.environments.utils import ExpertInAgentUnits, uniform_action
 from ajax.evaluate import EvalPolicy, PolicyCarry, evaluate
+from ajax.extensions.cloning import deterministic_action
 from ajax.state import EnvironmentConfig
 
 TASKS = ("Pendulum-v1", "Reacher-misc")
