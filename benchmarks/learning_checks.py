@@ -201,6 +201,15 @@ CHECKS = (
             "learning_starts": 100,
         },
     ),
+    # CrossQ at the paper's settings but for a 256-unit critic and learning from step 1,000 (the
+    # slow test's), at the budget of SAC's and TQC's Zoo rows.
+    Check(
+        "CrossQ",
+        "Pendulum-v1",
+        20_000,
+        "calibrated",
+        lambda: {"critic_architecture": ("256", "relu", "256", "relu"), "learning_starts": 1_000},
+    ),
     # The calibrated APG test's task and settings: 60 updates of 16 copies over 100 steps.
     Check(
         "APG",

@@ -53,6 +53,8 @@ SPECIFIC: dict[str, Any] = {
     "PQN": lambda: {"n_minibatches": 2},
     "REDQ": lambda: {"n_critics": 4, "utd_ratio": 3},
     "TQC": lambda: {"n_critics": 2, "n_quantiles": 3},
+    # Renormalising from its fifth update on, so that the plumbing tests cross the warm-up's switch.
+    "CrossQ": lambda: {"renorm_warmup_steps": 4},
     "DAgger": lambda: {"expert_policy": cartpole_expert, "n_gradient_steps": 4},
     "IQL": lambda: {"dataset": iql_dataset()},
     "UDRL": lambda: {"n_updates_per_iter": 4, "buffer_size": 16, "top_k": 4},

@@ -22,18 +22,29 @@ class ProbeParams(environment.EnvParams):
 
 
 class _Probe(environment.Environment):
-    """A constant observation [1.0]; subclasses set the reward, the ending and the actions."""
+    """A constant observation [1.0]; subclasses set the reward, the ending and the actions.
 
-    def __init__(self, continuous: bool = False, episode_steps: int = 1, scale: float = 1.0):
+    `noisy_observation` draws the observation uniformly in [-1, 1] at every step instead, still
+    irrelevant to the reward: a network that normalises by its batch (CrossQ's) sees no variance
+    in a constant input, and its training pass then carries no signal to its first layers.
+    """
+
+    def __init__(
+        self, continuous: bool = False, episode_steps: int = 1, scale: float = 1.0, noisy_observation: bool = False
+    ):
         super().__init__()
         self.continuous, self.episode_steps, self.scale = continuous, episode_steps, scale
+        self.noisy_observation = noisy_observation
+
+    def observation(self, key: jax.Array) -> jax.Array:
+        return jax.random.uniform(key, (1,), minval=-1.0) if self.noisy_observation else jnp.ones(1)
 
     @property
     def default_params(self) -> ProbeParams:
         return ProbeParams(max_steps_in_episode=self.episode_steps)
 
     def reset_env(self, key, params):
-        return jnp.ones(1), ProbeState(time=0)
+        return self.observation(key), ProbeState(time=0)
 
     def action_space(self, params):
         return spaces.Box(-1.0, 1.0, (1,)) if self.continuous else spaces.Discrete(2)
@@ -49,7 +60,7 @@ class _Probe(environment.Environment):
     def step_env(self, key, state, action, params):
         state = ProbeState(time=state.time + 1)
         terminated = jnp.asarray(self.terminates) & (state.time >= self.episode_steps)
-        return jnp.ones(1), state, self.reward(action), terminated, {}
+        return self.observation(key), state, self.reward(action), terminated, {}
 
 
 class OneStepReward(_Probe):

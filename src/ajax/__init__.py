@@ -8,6 +8,7 @@ from ajax.agents.APG import APG  # noqa: E402
 from ajax.agents.APO import APO  # noqa: E402
 from ajax.agents.ASAC import ASAC  # noqa: E402
 from ajax.agents.AVG import AVG  # noqa: E402
+from ajax.agents.CrossQ import CrossQ  # noqa: E402
 from ajax.agents.DAgger import DAgger  # noqa: E402
 from ajax.agents.DQN import DQN  # noqa: E402
 from ajax.agents.DreamerV3 import DreamerV3  # noqa: E402
@@ -27,6 +28,7 @@ __all__ = [
     "APO",
     "ASAC",
     "AVG",
+    "CrossQ",
     "DAgger",
     "DQN",
     "DreamerV3",

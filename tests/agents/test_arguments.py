@@ -52,6 +52,7 @@ RATE = "be a finite number above 0 or a schedule of the update count"
 AT_LEAST_0 = r"lie in \[0, inf\)"
 UNIT = r"lie in \[0, 1\]"
 UNIT_ABOVE_0 = r"lie in \(0, 1\]"
+UNIT_BELOW_1 = r"lie in \[0, 1\)"
 SCHEDULE = r"be >= 0\.0 and finite, or a function of the timestep"
 
 # (argument, mistaken value, what is accepted): each value fails the argument's own check,
@@ -108,6 +109,9 @@ MISTAKES = [
     ("utd_ratio", 1.5, COUNT),
     ("n_quantiles", 0, COUNT),
     ("top_quantiles_to_drop_per_net", -1, COUNT_FROM_0),
+    ("renorm_warmup_steps", -1, COUNT_FROM_0),
+    ("adam_b1", 1.0, UNIT_BELOW_1),
+    ("batch_norm_momentum", 1.0, UNIT_BELOW_1),
     ("expert_buffer_n_steps", -1, COUNT_FROM_0),
     ("n_gradient_steps", 0, COUNT),
     ("n_updates_per_iter", 2.5, COUNT),
@@ -290,6 +294,7 @@ EXPERT_USERS = {
     "TD3": lambda expert: AGENTS["TD3"]("Pendulum-v1", expert_policy=expert),
     "REDQ": lambda expert: AGENTS["REDQ"]("Pendulum-v1", expert_policy=expert),
     "TQC": lambda expert: AGENTS["TQC"]("Pendulum-v1", expert_policy=expert),
+    "CrossQ": lambda expert: AGENTS["CrossQ"]("Pendulum-v1", expert_policy=expert),
     "AVG": lambda expert: AGENTS["AVG"]("Pendulum-v1", expert_policy=expert),
     "APO": lambda expert: AGENTS["APO"]("Pendulum-v1", expert_policy=expert),
     "PPO+ImitationLoss": lambda expert: AGENTS["PPO"]("Pendulum-v1", extensions=[ImitationLoss(expert)]),

@@ -38,6 +38,7 @@ FOLDED = {
     "TD3": REPLAY_CRITIC,
     "REDQ": REPLAY_CRITIC,
     "TQC": {"critic_loss", "actor_loss"},  # its critics are quantiles: no phase reads one value per action
+    "CrossQ": {"critic_loss", "actor_loss"},  # no target critics: its target comes from the critic's own pass
     "ASAC": REPLAY_CRITIC,
     "AVG": REPLAY_CRITIC,
     "DQN": {"on_target", "critic_loss"},

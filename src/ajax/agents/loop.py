@@ -100,6 +100,30 @@ def critic_step(
     return critic_state, total, aux, norm, metrics
 
 
+def same_pass_critic_step(
+    critic_state: LoopTrainState,
+    td_loss: Callable[[Any], tuple[jax.Array, Any]],
+    batch: Any,
+    agent_state: BaseAgentState,
+    extensions: ExtensionStack,
+) -> tuple[LoopTrainState, jax.Array, Any, jax.Array, dict[str, jax.Array]]:
+    """A replay critic step whose target comes out of the prediction's own forward pass, folding
+    the critic_loss phase.
+
+    CrossQ's target is the critics' value at (s', a') in the pass that also predicts Q(s, a),
+    so `td_loss(params) -> (loss, aux)` makes and holds its target itself; there is no target
+    to hand the on_target phase before the step, and such an agent does not fold it.
+    """
+
+    def loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
+        base, aux = td_loss(params)
+        extra, metrics = extensions.fold_critic_loss(agent_state, batch, params)
+        return base + extra, (aux, metrics)
+
+    critic_state, total, (aux, metrics), norm = gradient_step(critic_state, loss)
+    return critic_state, total, aux, norm, metrics
+
+
 def actor_step(
     actor_state: LoopTrainState,
     policy_loss: Callable[[Any], tuple[jax.Array, Any]],

@@ -12,6 +12,7 @@ from ajax.agents.APO import APO
 from ajax.agents.ASAC import ASAC
 from ajax.agents.AVG import AVG
 from ajax.agents.base import ActorCritic
+from ajax.agents.CrossQ import CrossQ
 from ajax.agents.DAgger import DAgger
 from ajax.agents.DQN import DQN
 from ajax.agents.DreamerV3 import DreamerV3
@@ -31,6 +32,7 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "APO": APO,
     "ASAC": ASAC,
     "AVG": AVG,
+    "CrossQ": CrossQ,
     "DAgger": DAgger,
     "DQN": DQN,
     "DreamerV3": DreamerV3,

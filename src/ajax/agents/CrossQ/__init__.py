@@ -1,0 +1,3 @@
+from ajax.agents.CrossQ.CrossQ import CrossQ
+
+__all__ = ["CrossQ"]
