@@ -184,23 +184,9 @@ CHECKS = (
         },
     ),
     Check("AVG", "Pendulum-v1", 300_000, "defaults"),
-    # TQC at the RL Zoo's Pendulum setting (tqc.yml: 20,000 steps, learning rate 1e-3) over
-    # sb3-contrib's defaults (2 critics of 25 quantiles, 2 dropped each, 256-256 networks,
-    # updates from step 100), beside SAC's Zoo row.
-    Check(
-        "TQC",
-        "Pendulum-v1",
-        20_000,
-        "rl-zoo",
-        lambda: {
-            "n_critics": 2,
-            "critic_architecture": ("256", "relu", "256", "relu"),
-            "actor_learning_rate": 1e-3,
-            "critic_learning_rate": 1e-3,
-            "alpha_learning_rate": 1e-3,
-            "learning_starts": 100,
-        },
-    ),
+    # TQC at the Zoo's Pendulum preset: sb3-contrib's defaults (2 critics of 25 quantiles, 2
+    # dropped each, 256-256 networks, updates from step 100) with its learning rate, 1e-3.
+    zoo_check("TQC", "Pendulum-v1"),
     # CrossQ at the paper's settings but for a 256-unit critic and learning from step 1,000 (the
     # slow test's), at the budget of SAC's and TQC's Zoo rows.
     Check(

@@ -216,7 +216,7 @@ def test_a_bad_param_is_one_line_and_exit_2(argv, message, capsys):
 
 def test_zoo_without_a_preset_names_the_agents_that_have_them(capsys):
     assert main(["train", "AVG", "Pendulum-v1", "--zoo"]) == 2
-    assert "The Zoo has no presets for AVG; presets exist for DQN, PPO, SAC, TD3" in capsys.readouterr().err
+    assert "no presets for AVG; presets exist for CrossQ, DQN, PPO, SAC, TD3, TQC" in capsys.readouterr().err
 
 
 def test_no_subcommand_prints_help(capsys):

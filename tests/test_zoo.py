@@ -39,6 +39,7 @@ def realized(agent, name: str):
         "noise_std": lambda: config.exploration_noise,
         "normalize": lambda: agent.env_args.normalization.observations and agent.env_args.normalization.rewards,
         "clip_range": lambda: config.clip_range.start if isinstance(config.clip_range, linear) else config.clip_range,
+        "top_quantiles_to_drop_per_net": lambda: config.drop_per_critic,
     }
     return readers[name]() if name in readers else getattr(config, name)
 
@@ -94,7 +95,7 @@ def test_overrides_go_over_the_preset():
 def test_a_missing_preset_names_the_ones_that_exist():
     with pytest.raises(ValueError, match=r"No Zoo preset for DQN on 'CartPole-v0'. Did you mean 'CartPole-v1'\?"):
         zoo.preset("DQN", "CartPole-v0")
-    with pytest.raises(ValueError, match="The Zoo has no presets for AVG; presets exist for DQN, PPO, SAC, TD3"):
+    with pytest.raises(ValueError, match="no presets for AVG; presets exist for CrossQ, DQN, PPO, SAC, TD3, TQC"):
         AGENTS["AVG"].from_zoo("Pendulum-v1")
 
 

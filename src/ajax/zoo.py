@@ -61,6 +61,27 @@ SB3_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
         "target_noise_clip": 0.5,
         "noise_std": 0.1,
     },
+    # sb3-contrib's TQC: SAC's defaults with 2 critics of 25 quantiles, 2 dropped per critic.
+    "TQC": {
+        **ACTOR_CRITIC_DEFAULTS,
+        "learning_rate": 3e-4,
+        "ent_coef": "auto",
+        "use_sde": False,
+        "log_std_init": -3.0,
+        "n_critics": 2,
+        "n_quantiles": 25,
+        "top_quantiles_to_drop_per_net": 2,
+    },
+    # sb3-contrib's CrossQ: no tau (no target critics), the actor every 3rd update, Adam's b1 0.5,
+    # batch renormalisation at momentum 0.99 (its 0.01 in Torch's convention), and narrower
+    # critics than the paper's: 1024-1024.
+    "CrossQ": {
+        **{name: value for name, value in ACTOR_CRITIC_DEFAULTS.items() if name not in ("tau", "net_arch")},
+        "learning_rate": 1e-3,
+        "ent_coef": "auto",
+        "policy_delay": 3,
+        "net_arch": {"pi": (256, 256), "qf": (1024, 1024)},
+    },
     "PPO": {
         "n_envs": 1,
         "learning_rate": 3e-4,
@@ -78,7 +99,7 @@ SB3_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     },
 }
 # The activation of SB3's MlpPolicy for each algorithm.
-ACTIVATION = {"DQN": "relu", "SAC": "relu", "TD3": "relu", "PPO": "tanh"}
+ACTIVATION = {"DQN": "relu", "SAC": "relu", "TD3": "relu", "TQC": "relu", "CrossQ": "relu", "PPO": "tanh"}
 
 
 @dataclass(frozen=True)
@@ -136,6 +157,24 @@ def _sac(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
     }
 
 
+def _tqc(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
+    quantiles = ("n_critics", "n_quantiles", "top_quantiles_to_drop_per_net")
+    return {**_sac(settings, n_timesteps), **{name: settings[name] for name in quantiles}}
+
+
+def _crossq(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
+    """SAC's translation without tau and gSDE, which CrossQ does not take, and with its own
+    actor and critic widths (a Zoo `net_arch` list sets both)."""
+    net_arch = settings["net_arch"]
+    actor, critic = (net_arch["pi"], net_arch["qf"]) if isinstance(net_arch, Mapping) else (net_arch, net_arch)
+    kwargs = _sac({**settings, "tau": None, "use_sde": False, "net_arch": actor}, n_timesteps)
+    return {
+        **{name: value for name, value in kwargs.items() if name not in ("tau", "use_sde")},
+        "critic_architecture": _architecture(critic, ACTIVATION["CrossQ"]),
+        "policy_delay": settings["policy_delay"],
+    }
+
+
 def _td3(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
     architecture = _architecture(settings["net_arch"], ACTIVATION["TD3"])
     skipped = ("learning_rate", "noise_std", "net_arch")
@@ -167,7 +206,7 @@ def _ppo(settings: dict[str, Any], n_timesteps: int) -> dict[str, Any]:
     }
 
 
-TRANSLATIONS = {"DQN": _dqn, "SAC": _sac, "TD3": _td3, "PPO": _ppo}
+TRANSLATIONS = {"DQN": _dqn, "SAC": _sac, "TD3": _td3, "TQC": _tqc, "CrossQ": _crossq, "PPO": _ppo}
 
 ANNEALED_RATE = "learning_rate lin_{x}: held at {x} (the preset keeps the Zoo's rate constant)"
 NO_GSDE = "use_sde: Ajax's PPO explores with a state-independent Gaussian noise, not gSDE"
@@ -269,6 +308,31 @@ PRESETS: Mapping[tuple[str, str], Preset] = MappingProxyType(
                 },
                 published=-152.0,
             ),
+            # sb3-contrib's TQC in the Zoo (tqc.yml and benchmark.md at commit 22e3ff2).
+            Preset("TQC", "Pendulum-v1", 20_000, {"learning_rate": 1e-3}, published=-151.3),
+            Preset(
+                "TQC",
+                "MountainCarContinuous-v0",
+                50_000,
+                {
+                    "learning_rate": 3e-4,
+                    "buffer_size": 50_000,
+                    "batch_size": 512,
+                    "ent_coef": 0.1,
+                    "train_freq": 32,
+                    "gradient_steps": 32,
+                    "gamma": 0.9999,
+                    "tau": 0.01,
+                    "learning_starts": 0,
+                    "use_sde": True,
+                    "log_std_init": -3.67,
+                    "net_arch": (64, 64),
+                },
+                published=63.6,
+            ),
+            # sb3-contrib's CrossQ in the Zoo (crossq.yml at commit 22e3ff2; benchmark.md has no row).
+            # Its MountainCarContinuous entry explores with gSDE, which CrossQ does not take here.
+            Preset("CrossQ", "Pendulum-v1", 20_000, {"policy_delay": 2, "net_arch": (256, 256)}),
             Preset(
                 "PPO",
                 "CartPole-v1",
