@@ -347,6 +347,21 @@ def test_a_seed_gone_non_finite_shows_in_the_table_and_raise_exits_1(tmp_path, c
     assert json.loads((tmp_path / "config.json").read_text())["cli"]["on_nonfinite"] == "raise"
 
 
+def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tiny_run, tmp_path, capsys):
+    """A kill between config.json and the first checkpoint (found by benchmarks/fault_injection.py):
+    `--resume` runs it over with the saved settings, to the uninterrupted run's evaluations."""
+    _, _, out = tiny_run
+    folder = tmp_path / "stopped"
+    folder.mkdir()
+    (folder / "config.json").write_bytes((out / "config.json").read_bytes())
+    assert main(["eval", str(folder)]) == 2  # nothing trained yet: nothing to evaluate
+    assert "holds no saved run" in capsys.readouterr().err
+    with contextlib.redirect_stdout(io.StringIO()) as stdout:
+        assert main(["train", "--resume", str(folder)]) == 0
+    assert "no checkpoint yet: starting its run over" in " ".join(stdout.getvalue().split())
+    assert (folder / "evaluations.jsonl").read_text() == (out / "evaluations.jsonl").read_text()
+
+
 def test_resume_needs_a_run_folder(tmp_path, capsys):
     assert main(["train", "--resume", str(tmp_path)]) == 2
     assert "holds no saved run" in capsys.readouterr().err

@@ -78,3 +78,11 @@ def test_a_stopped_sweep_resumes_to_the_uninterrupted_results(swept, tmp_path):
         assert main(["sweep", "PPO", "CartPole-v1", *GRID, *TINY, "--out", str(out)]) == 0
     assert main(["sweep", "--resume", str(out)]) == 0
     assert (out / "evaluations.jsonl").read_text() == (swept / "evaluations.jsonl").read_text()
+
+
+def test_a_sweep_stopped_before_its_first_checkpoint_resumes_from_the_start(swept, tmp_path):
+    folder = tmp_path / "stopped"
+    folder.mkdir()
+    (folder / "config.json").write_bytes((swept / "config.json").read_bytes())
+    assert main(["sweep", "--resume", str(folder)]) == 0
+    assert (folder / "evaluations.jsonl").read_text() == (swept / "evaluations.jsonl").read_text()

@@ -113,15 +113,17 @@ def write_csv(path: Path, rows: Sequence[Row]) -> None:
             writer.writerow({name: "" if value is None else value for name, value in row.items()})
 
 
-def saved_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+def saved_run(run_dir: Path, started: bool = True) -> tuple[dict[str, Any] | None, str | None]:
     """The command's settings in `run_dir`'s config.json, or None and why the folder holds no usable run.
 
     The checkpoint is verified here too (a whole file, its checksum), so a damaged run folder
-    is reported in one line before any agent is built.
+    is reported in one line before any agent is built. `started=False` accepts a folder whose
+    run was stopped before its first checkpoint (config.json alone): `--resume` starts it over.
     """
     from ajax.checkpoint import CheckpointError, read_checkpoint
 
-    if not (run_dir / "config.json").exists() or not (run_dir / CHECKPOINT).exists():
+    has_checkpoint = (run_dir / CHECKPOINT).exists()
+    if not (run_dir / "config.json").exists() or (started and not has_checkpoint):
         return None, f"{run_dir} holds no saved run: it needs the config.json and {CHECKPOINT} an `ajax train` writes."
     try:
         cli = json.loads((run_dir / "config.json").read_text())["cli"]
@@ -136,6 +138,8 @@ def saved_run(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
             f"{run_dir / 'config.json'} was edited or damaged: its run settings hold {'; '.join(wrong)}. Restore "
             "the values the run was started with, or start a new run with the settings you want."
         )
+    if not has_checkpoint:
+        return cli, None
     try:
         read_checkpoint(run_dir / CHECKPOINT)
     except CheckpointError as error:

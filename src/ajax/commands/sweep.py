@@ -195,7 +195,7 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str | No
         }
         return settings, None
     config = Path(args.resume) / "config.json"
-    if not config.exists() or not (Path(args.resume) / CHECKPOINT).exists():
+    if not config.exists():  # a config.json without a checkpoint is a sweep stopped before its first: started over
         return (
             None,
             f"{args.resume} holds no saved sweep: it needs the config.json and {CHECKPOINT} `ajax sweep` writes.",
@@ -237,7 +237,11 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
     out = Path(args.resume) if args.resume is not None else _default_out(agent_name, env_id, args.out)
     out.mkdir(parents=True, exist_ok=True)
     previous: list[Row] = []
-    if args.resume is not None:
+    if args.resume is not None and not (out / CHECKPOINT).exists():
+        console.print(
+            f"{out} has no checkpoint yet: starting its sweep over, with its saved settings.", highlight=False
+        )
+    elif args.resume is not None:
         try:
             state = restore_into(state, out / CHECKPOINT)
         except CheckpointError as error:

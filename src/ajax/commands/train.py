@@ -216,7 +216,7 @@ def _default_out(agent: str, env_id: str) -> Path:
 def _resumed_arguments(args: argparse.Namespace) -> str | None:
     """Fill `args` from the run folder's config.json for --resume; an error message if it cannot be resumed."""
     run_dir = Path(args.resume)
-    cli, problem = saved_run(run_dir)
+    cli, problem = saved_run(run_dir, started=False)
     if cli is None:
         return problem
     args.agent, args.env_id, args.seeds, args.timesteps = cli["agent"], cli["env_id"], cli["seeds"], cli["timesteps"]
@@ -500,7 +500,10 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     run = _Run(agent_name, args.env_id, agent, list(range(int(args.seeds))), total, log_frequency, out)
     out.mkdir(parents=True, exist_ok=True)
     state, previous_rows = None, []
-    if args.resume is not None:
+    if args.resume is not None and not (out / CHECKPOINT).exists():
+        # Stopped before its first checkpoint: nothing was trained that a restart would not redo.
+        console.print(f"{out} has no checkpoint yet: starting its run over, with its saved settings.", highlight=False)
+    elif args.resume is not None:
         state, previous_rows, problem = _resume(run, console)
         if problem is not None:
             print(problem, file=sys.stderr)
