@@ -76,6 +76,28 @@ def gradient_step(
     return train_state.apply_gradients(grads=grads), loss, aux, optax.tree.norm(grads)
 
 
+def folded_step(
+    train_state: LoopTrainState,
+    base_loss: Callable[[Any], tuple[jax.Array, Any]],
+    fold: Callable[[BaseAgentState, Any, Any], tuple[jax.Array, dict[str, jax.Array]]],
+    batch: Any,
+    agent_state: BaseAgentState,
+) -> tuple[LoopTrainState, jax.Array, Any, jax.Array, dict[str, jax.Array]]:
+    """One optimiser step on `base_loss(params) -> (loss, aux)` plus the extensions' term that
+    `fold` (`ExtensionStack.fold_critic_loss` or `fold_actor_loss`) adds on the same batch.
+
+    Returns the new state, the total loss, the aux, the gradient norm and the extensions' metrics.
+    """
+
+    def loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
+        base, aux = base_loss(params)
+        extra, metrics = fold(agent_state, batch, params)
+        return base + extra, (aux, metrics)
+
+    train_state, total, (aux, metrics), norm = gradient_step(train_state, loss)
+    return train_state, total, aux, norm, metrics
+
+
 def critic_step(
     critic_state: LoopTrainState,
     td_loss: Callable[[Any, jax.Array], tuple[jax.Array, Any]],
@@ -90,14 +112,10 @@ def critic_step(
     gradient norm and the extensions' metrics.
     """
     target, target_metrics = extensions.fold_on_target(agent_state, batch, jax.lax.stop_gradient(target))
-
-    def loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
-        base, aux = td_loss(params, target)
-        extra, metrics = extensions.fold_critic_loss(agent_state, batch, params)
-        return base + extra, (aux, {**target_metrics, **metrics})
-
-    critic_state, total, (aux, metrics), norm = gradient_step(critic_state, loss)
-    return critic_state, total, aux, norm, metrics
+    critic_state, total, aux, norm, metrics = folded_step(
+        critic_state, lambda params: td_loss(params, target), extensions.fold_critic_loss, batch, agent_state
+    )
+    return critic_state, total, aux, norm, {**target_metrics, **metrics}
 
 
 def same_pass_critic_step(
@@ -114,14 +132,7 @@ def same_pass_critic_step(
     so `td_loss(params) -> (loss, aux)` makes and holds its target itself; there is no target
     to hand the on_target phase before the step, and such an agent does not fold it.
     """
-
-    def loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
-        base, aux = td_loss(params)
-        extra, metrics = extensions.fold_critic_loss(agent_state, batch, params)
-        return base + extra, (aux, metrics)
-
-    critic_state, total, (aux, metrics), norm = gradient_step(critic_state, loss)
-    return critic_state, total, aux, norm, metrics
+    return folded_step(critic_state, td_loss, extensions.fold_critic_loss, batch, agent_state)
 
 
 def actor_step(
@@ -132,14 +143,7 @@ def actor_step(
     extensions: ExtensionStack,
 ) -> tuple[LoopTrainState, jax.Array, Any, jax.Array, dict[str, jax.Array]]:
     """An actor step that folds the extensions' actor_loss phase."""
-
-    def loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
-        base, aux = policy_loss(params)
-        extra, metrics = extensions.fold_actor_loss(agent_state, batch, params)
-        return base + extra, (aux, metrics)
-
-    actor_state, total, (aux, metrics), norm = gradient_step(actor_state, loss)
-    return actor_state, total, aux, norm, metrics
+    return folded_step(actor_state, policy_loss, extensions.fold_actor_loss, batch, agent_state)
 
 
 def repeat_updates(update: Update, state: BaseAgentState, count: jax.Array) -> tuple[BaseAgentState, Any]:
