@@ -179,10 +179,11 @@ class NetworkConfig:
 
     The actor's may instead be a `PIDPolicy` (`ajax.modules.pid_actor`, a layer above this
     module, hence `Any` here): the agent builds a PID actor on the PID terms its env then carries.
+    Either may be a `SimbaV2Network` (`ajax.networks.hyperspherical`) on the agents that build one.
     """
 
     actor_architecture: tuple[str, ...] | Any
-    critic_architecture: tuple[str, ...]
+    critic_architecture: tuple[str, ...] | Any
     memory: Any = None  # networks.memory.MemoryConfig: encoder -> memory -> head when set
     # An image encoder (a flax module, `ajax.networks.encoders`) before every network, reading
     # the observation parts the env config keeps; None: networks read flat vectors.

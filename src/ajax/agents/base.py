@@ -46,6 +46,7 @@ from ajax.logging.worker import recording, write_rows
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.encoders import FLAT, build_encoder, check_encoder, flat_keys
 from ajax.networks.encoders import NAMES as ENCODER_NAMES
+from ajax.networks.hyperspherical import SimbaV2Network
 from ajax.networks.memory import MemoryConfig
 from ajax.networks.mlp import parse_architecture
 from ajax.state import ACTION_MASK, SEED_AXIS, BaseAgentState, EnvironmentConfig, NetworkConfig, OptimizerConfig
@@ -77,17 +78,23 @@ ENCODER = keywords(
 
 
 def two_networks(
-    rates: Any, architecture: Sequence[str], max_grad_norm: float | None = None, *, pid: bool = False
+    rates: Any,
+    architecture: Sequence[str],
+    max_grad_norm: float | None = None,
+    *,
+    pid: bool = False,
+    hyperspherical: bool = False,
 ) -> Hyperparameters:
     """An actor's and a critic's step sizes and hidden layers (the same by default), and the clip of both."""
-    actor_accepts = f"{ARCHITECTURE}, or PIDPolicy" if pid else ARCHITECTURE
+    critic_accepts = f"{ARCHITECTURE}, or SimbaV2Network" if hyperspherical else ARCHITECTURE
+    actor_accepts = critic_accepts + (", or PIDPolicy" if pid else "")
     actor_rate, critic_rate = rates if isinstance(rates, tuple) else (rates, rates)
     actor_layers, critic_layers = architecture if isinstance(architecture[0], tuple) else (architecture,) * 2
     return keywords(
         actor_learning_rate=learning_rate(actor_rate, doc="the actor's Adam step size"),
         critic_learning_rate=learning_rate(critic_rate, doc="the critic's Adam step size"),
         actor_architecture=checked_later(tuple(actor_layers), actor_accepts, doc="the actor's hidden layers"),
-        critic_architecture=checked_later(tuple(critic_layers), ARCHITECTURE, doc="the critic's hidden layers"),
+        critic_architecture=checked_later(tuple(critic_layers), critic_accepts, doc="the critic's hidden layers"),
         max_grad_norm=gradient_clip(max_grad_norm),
     )
 
@@ -317,6 +324,8 @@ class ActorCritic:
     # The PID actor an `actor_architecture=PIDPolicy(...)` builds ("deterministic", "squashed",
     # "gaussian": `ajax.modules.pid_actor.FORMS`); None: the agent refuses a PIDPolicy.
     pid_actor_form: ClassVar[str | None] = None
+    # Whether the actor and critics may be SimbaV2's hyperspherical networks (`SimbaV2Network`).
+    hyperspherical_networks: ClassVar[bool] = False
     # Whether a named image encoder normalises its layers as the agent's own do (PQN's LayerNorm).
     encoder_layer_norm: ClassVar[bool] = False
     # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
@@ -419,9 +428,26 @@ class ActorCritic:
                     f"{self.name}'s {role} takes layer strings, e.g. ('256', 'relu'), not a PIDPolicy: a PIDPolicy is "
                     "an actor's architecture (actor_architecture=PIDPolicy(...) on the agents that take one)."
                 )
+            if isinstance(architecture, SimbaV2Network):
+                self._check_hyperspherical(role, memory)
+                continue
             parse_architecture(architecture)
             layers[role] = tuple(map(str, architecture))
         return NetworkConfig(layers.get("actor", ()), layers.get("critic", ()), memory=memory)
+
+    def _check_hyperspherical(self, role: str, memory: MemoryConfig | None) -> None:
+        """Refuse a SimbaV2Network where the agent builds none, or with memory."""
+        if not self.hyperspherical_networks:
+            builders = _agents_that(lambda agent: agent.hyperspherical_networks)
+            raise TypeError(
+                f"{self.name}'s {role} takes layer strings, e.g. ('256', 'relu'), not a SimbaV2Network: {builders} "
+                "build SimbaV2's networks."
+            )
+        if memory is not None:
+            raise ValueError(
+                f"{self.name}'s SimbaV2Network {role} is feed-forward: its recurrent form is not built. Drop memory=, "
+                f"or give {role}_architecture as layer strings."
+            )
 
     def _behind_encoder(self, encoder: Any, normalize_observations: bool, masked: bool) -> NetworkConfig:
         """The networks' settings with `encoder` before them; observations keep the env's shape from

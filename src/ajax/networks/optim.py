@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from ajax.networks.hyperspherical import project_weights
 from ajax.state import LoopTrainState, OptimizerConfig
 
 
@@ -47,6 +48,14 @@ def new_train_state(
         tx=make_optimizer(args),
         target_params=params if with_target else None,
     )
+
+
+def projected(state: LoopTrainState, with_target: bool = False) -> LoopTrainState:
+    """The state with its hyperspherical kernels back on the sphere (`project_weights`): a no-op,
+    tracing nothing, for networks without them. `with_target` projects the target parameters too,
+    which SimbaV2 does once, at init, and never again to its Polyak average."""
+    state = state.replace(params=project_weights(state.params))
+    return state.replace(target_params=project_weights(state.target_params)) if with_target else state
 
 
 def adaptive_gradient_clipping(clip: float = 0.3, pmin: float = 1e-3) -> optax.GradientTransformation:

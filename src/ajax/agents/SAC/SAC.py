@@ -24,6 +24,7 @@ from ajax.deprecation import CLONING_KEYWORDS, removed_keywords, warn_inert
 from ajax.extensions import LOOP_PHASES
 from ajax.hyperparameters import Hyperparameters, checked_later, count, flag, keywords, number
 from ajax.modules.pid_actor import PIDPolicy
+from ajax.networks.hyperspherical import SimbaV2Network
 
 SEQUENCE_DEFAULTS = (16, 8)  # (sequence_length, burn_in): R2D2's burn-in of half a sequence
 
@@ -45,6 +46,7 @@ class SAC(ActorCritic):
 
     name: ClassVar[str] = "SAC"
     pid_actor_form: ClassVar[str | None] = "squashed"
+    hyperspherical_networks: ClassVar[bool] = True
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
     discounted_q_critic: ClassVar[bool] = True
@@ -56,7 +58,7 @@ class SAC(ActorCritic):
     }
     make_train = staticmethod(make_train)
     hyperparameters: ClassVar[Hyperparameters] = (
-        two_networks(3e-4, ("256", "relu", "256", "relu"), pid=True)
+        two_networks(3e-4, ("256", "relu", "256", "relu"), pid=True, hyperspherical=True)
         | keywords(
             alpha_learning_rate=number(3e-4, sweep=True, doc="the temperature's Adam step size"),
             gamma=DISCOUNT,
@@ -102,6 +104,12 @@ class SAC(ActorCritic):
             raise ValueError(
                 f"{self.name}'s gSDE (use_sde=True) draws its noise through the actor's last hidden features, which a "
                 "PID actor has none of. Drop use_sde=True with PIDPolicy; its log_std_init sets the PID's noise."
+            )
+        if s.use_sde and isinstance(s.actor_architecture, SimbaV2Network):
+            raise ValueError(
+                f"{self.name}'s gSDE (use_sde=True) draws its noise through an MLP actor's last hidden features; a "
+                "SimbaV2Network actor has its own bounded noise scale. Drop use_sde=True, or give actor_architecture "
+                "as layer strings."
             )
         if s.use_sde and self.network_args.encoder is not None:
             raise ValueError(

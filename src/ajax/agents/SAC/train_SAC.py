@@ -47,8 +47,9 @@ from ajax.evaluate import EvalPolicy, ValueEstimate
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import QEnsemble, StateDependentNoiseActor
+from ajax.networks.hyperspherical import HypersphericalActor, HypersphericalEnsemble, SimbaV2Network
 from ajax.networks.memory import MemoryConfig
-from ajax.networks.optim import make_optimizer, new_train_state
+from ajax.networks.optim import make_optimizer, new_train_state, projected
 from ajax.state import CollectorState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
 
 
@@ -142,6 +143,8 @@ class SoftActorCritic(ReplayActorCritic):
     """A squashed Gaussian actor, an ensemble of `config.n_critics` Q-critics, a replay, alpha.
 
     The actor is a squashed Gaussian PID (`ajax.modules.pid_actor`) when the architecture is a `PIDPolicy`.
+    A `SimbaV2Network` architecture builds SimbaV2's hyperspherical actor or critics, whose kernels
+    are projected back to unit norm after init and after every step of their network.
     """
 
     config: SACConfig
@@ -155,12 +158,19 @@ class SoftActorCritic(ReplayActorCritic):
             return StateDependentNoiseActor(
                 self.network_args.actor_architecture, self.env_args.action_dim, self.config.log_std_init
             )
-        head = SquashedGaussianActor(self.network_args.actor_architecture, self.env_args.action_dim)
+        if isinstance(architecture, SimbaV2Network):
+            head = HypersphericalActor(architecture, self.env_args.action_dim)
+        else:
+            head = SquashedGaussianActor(architecture, self.env_args.action_dim)
         return replay_network(head, self.memory, self.network_args.encoder, self.env_args.observation_parts)
 
     def critic(self, n: int | None = None) -> nn.Module:
         """The ensemble, or a same-shaped one of `n` members for a subset of its parameters."""
-        head = QEnsemble(self.network_args.critic_architecture, n=self.config.n_critics if n is None else n)
+        architecture, n = self.network_args.critic_architecture, self.config.n_critics if n is None else n
+        if isinstance(architecture, SimbaV2Network):
+            head = HypersphericalEnsemble(architecture, n)
+        else:
+            head = QEnsemble(architecture, n=n)
         return replay_network(head, self.memory, self.network_args.encoder, self.env_args.observation_parts)
 
     def init(self, key: jax.Array, state_class: type[SoftACState] = SoftACState, **fields: Any) -> SoftACState:
@@ -169,15 +179,18 @@ class SoftActorCritic(ReplayActorCritic):
         log_alpha = {"log_alpha": jnp.log(jnp.asarray(self.config.alpha_init, jnp.float32))}
         alpha_optimizer = make_optimizer(OptimizerConfig(self.config.alpha_learning_rate))
         actor_inputs = example_inputs(self.memory, self.env_args)
-        actor_state = new_train_state(self.actor, actor_key, self.actor_optimizer_args, *actor_inputs)
+        actor_state = projected(new_train_state(self.actor, actor_key, self.actor_optimizer_args, *actor_inputs))
         if self.config.use_sde:
             fields = {**fields, "exploration_noise": self.exploration_noise(actor_state, noise_key)}
         critic_inputs = example_inputs(self.memory, self.env_args, action_dim)
         return state_class(
             rng=rng,
             actor_state=actor_state,
-            critic_state=new_train_state(
-                self.critic(), critic_key, self.critic_optimizer_args, *critic_inputs, with_target=True
+            critic_state=projected(
+                new_train_state(
+                    self.critic(), critic_key, self.critic_optimizer_args, *critic_inputs, with_target=True
+                ),
+                with_target=True,
             ),
             collector_state=self.init_collector(env_key),
             eval_rng=eval_key,
@@ -280,6 +293,7 @@ class SoftActorCritic(ReplayActorCritic):
         critic_state, loss, q_mean, norm, metrics = critic_step(
             state.critic_state, td_loss, target, trained, state, self.extensions
         )
+        critic_state = projected(critic_state)  # SimbaV2's kernels back on the sphere; the target is not
         critic_state = critic_state.replace(
             target_params=polyak(critic_state.target_params, critic_state.params, self.config.tau)
         )
@@ -299,6 +313,7 @@ class SoftActorCritic(ReplayActorCritic):
         actor_state, loss, log_prob, norm, metrics = soft_actor_step(
             state.actor_state, policy, q_value, alpha, self.reader.trained(batch), key, state, self.extensions
         )
+        actor_state = projected(actor_state)
         alpha_state, alpha_loss = state.alpha, jnp.zeros(())
         if self.config.learn_alpha:
             alpha_state, alpha_loss = temperature_step(state.alpha, log_prob, self.config.target_entropy)
