@@ -11,8 +11,8 @@ targets, the effective learning rate stays put as the critic's targets move, whi
 lets SimbaV2 scale with width and updates per step.
 
 The layout, sizes and initial values are the reference's (dojeon-ai/SimbaV2,
-`scale_rl/agents/simbaV2/simbaV2_layer.py` and `simbaV2_network.py`); docs/agents.md#simbav2
-says where Ajax departs from it.
+`scale_rl/agents/simbaV2/simbaV2_layer.py` and `simbaV2_network.py`); docs/agents.md (SimbaV2's
+networks in SAC) says what of SimbaV2 Ajax builds so far.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ LOG_STD_RANGE = (-10.0, 2.0)  # the actor's log standard deviation, tanh-rescale
 class SimbaV2Network:
     """SimbaV2's network as an architecture: `num_blocks` residual blocks of width `hidden_dim`.
 
-    Pass it as `actor_architecture=` or `critic_architecture=` where an agent takes it (SAC,
-    SimbaV2). The paper's sizes are `SimbaV2Network(128, 1)` for the actor and
+    Pass it as `actor_architecture=` or `critic_architecture=` where an agent takes it (SAC
+    only, so far). The paper's sizes are `SimbaV2Network(128, 1)` for the actor and
     `SimbaV2Network(512, 2)` for the critic.
     """
 

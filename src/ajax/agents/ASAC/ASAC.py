@@ -25,7 +25,7 @@ class ASAC(SAC):
     """
 
     name: ClassVar[str] = "ASAC"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's and SimbaV2's
+    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     discounted_q_critic: ClassVar[bool] = False  # its critic is differential: no discounted return to fit

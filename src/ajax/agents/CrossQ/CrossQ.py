@@ -27,7 +27,7 @@ class CrossQ(SAC):
     """
 
     name: ClassVar[str] = "CrossQ"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's and SimbaV2's
+    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     pid_actor_form: ClassVar[str | None] = None  # a PID has no hidden layers to renormalise
     supports_memory: ClassVar[bool] = False  # statistics over replayed sequences are not built
     # No target critics (IBRL's on_target reads them), and its critics normalise by their

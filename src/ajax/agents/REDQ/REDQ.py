@@ -23,7 +23,7 @@ class REDQ(SAC):
     """
 
     name: ClassVar[str] = "REDQ"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's and SimbaV2's
+    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)

@@ -25,7 +25,7 @@ class TQC(SAC):
     """
 
     name: ClassVar[str] = "TQC"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's and SimbaV2's
+    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     supports_memory: ClassVar[bool] = False  # its recurrent quantile critics are not built yet
     # Quantiles, not one discounted value per action: CriticPretrain and ExpertCriticMetrics refuse it.
     discounted_q_critic: ClassVar[bool] = False
