@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from ajax import SAC, TQC
+from ajax.agents.base import builds_hyperspherical
+from ajax.agents.registry import AGENTS
 from ajax.networks.hyperspherical import (
     HypersphericalActor,
     HypersphericalEnsemble,
@@ -80,6 +82,14 @@ def test_sac_on_simbav2_networks_trains_with_kernels_on_the_sphere():
         for path, leaf in jax.tree_util.tree_leaves_with_path(network):
             if "HyperDense" in jax.tree_util.keystr(path):
                 np.testing.assert_allclose(jnp.linalg.norm(leaf, axis=-2), 1.0, rtol=1e-4)
+
+
+def test_only_the_agents_that_build_simbav2_networks_name_them_in_their_keyword_tables():
+    builders = {name for name, agent in AGENTS.items() if builds_hyperspherical(agent)}
+    assert builders == {"SAC"}
+    for name, agent in AGENTS.items():
+        accepts = [entry.accepts for entry in agent.hyperparameters.declared.values()]
+        assert any("SimbaV2Network" in text for text in accepts) == (name in builders), name
 
 
 def test_agents_without_hyperspherical_networks_refuse_them():

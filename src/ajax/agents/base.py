@@ -66,6 +66,9 @@ NORMALIZATION = keywords(
     normalize_rewards=flag(False, doc="rewards scaled by the running spread of the discounted return"),
 )
 ARCHITECTURE = "layer strings, e.g. ('64', 'tanh')"
+# What an architecture keyword adds to its accepts text when the agent builds SimbaV2's networks;
+# `builds_hyperspherical` reads the capability back from it, so the tables and the checks agree.
+HYPERSPHERICAL = "or SimbaV2Network"
 # What reads each observation before an agent's own layers, for the agents that take images.
 ENCODER = keywords(
     encoder=Hyperparameter(
@@ -86,7 +89,7 @@ def two_networks(
     hyperspherical: bool = False,
 ) -> Hyperparameters:
     """An actor's and a critic's step sizes and hidden layers (the same by default), and the clip of both."""
-    critic_accepts = f"{ARCHITECTURE}, or SimbaV2Network" if hyperspherical else ARCHITECTURE
+    critic_accepts = f"{ARCHITECTURE}, {HYPERSPHERICAL}" if hyperspherical else ARCHITECTURE
     actor_accepts = critic_accepts + (", or PIDPolicy" if pid else "")
     actor_rate, critic_rate = rates if isinstance(rates, tuple) else (rates, rates)
     actor_layers, critic_layers = architecture if isinstance(architecture[0], tuple) else (architecture,) * 2
@@ -97,6 +100,23 @@ def two_networks(
         critic_architecture=checked_later(tuple(critic_layers), critic_accepts, doc="the critic's hidden layers"),
         max_grad_norm=gradient_clip(max_grad_norm),
     )
+
+
+def layer_strings_only(hyperparameters: Hyperparameters) -> Hyperparameters:
+    """A parent's keywords with its actor and critic taking layer strings alone: for a descendant
+    whose networks have no hyperspherical form (TQC's quantile critics, CrossQ's batch norm)."""
+    entries = {
+        name: dataclasses.replace(entry, accepts=entry.accepts.replace(f", {HYPERSPHERICAL}", ""))
+        for name, entry in hyperparameters.declared.items()
+        if name in ("actor_architecture", "critic_architecture")
+    }
+    return hyperparameters.with_defaults(**entries)
+
+
+def builds_hyperspherical(agent: type[ActorCritic]) -> bool:
+    """Whether the agent's critic may be a SimbaV2Network, as its keyword declares."""
+    entry = agent.hyperparameters.declared.get("critic_architecture")
+    return entry is not None and HYPERSPHERICAL in entry.accepts
 
 
 def one_network(rate: Any, architecture: Sequence[str], max_grad_norm: float | None = None) -> Hyperparameters:
@@ -324,8 +344,6 @@ class ActorCritic:
     # The PID actor an `actor_architecture=PIDPolicy(...)` builds ("deterministic", "squashed",
     # "gaussian": `ajax.modules.pid_actor.FORMS`); None: the agent refuses a PIDPolicy.
     pid_actor_form: ClassVar[str | None] = None
-    # Whether the actor and critics may be SimbaV2's hyperspherical networks (`SimbaV2Network`).
-    hyperspherical_networks: ClassVar[bool] = False
     # Whether a named image encoder normalises its layers as the agent's own do (PQN's LayerNorm).
     encoder_layer_norm: ClassVar[bool] = False
     # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
@@ -437,8 +455,8 @@ class ActorCritic:
 
     def _check_hyperspherical(self, role: str, memory: MemoryConfig | None) -> None:
         """Refuse a SimbaV2Network where the agent builds none, or with memory."""
-        if not self.hyperspherical_networks:
-            builders = _agents_that(lambda agent: agent.hyperspherical_networks)
+        if not builds_hyperspherical(type(self)):
+            builders = _agents_that(builds_hyperspherical)
             raise TypeError(
                 f"{self.name}'s {role} takes layer strings, e.g. ('256', 'relu'), not a SimbaV2Network: {builders} "
                 "build SimbaV2's networks."

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 from flax import traverse_util
 
+from ajax.networks.actor_critic import critic_ensemble
 from ajax.networks.distributions import Squash
 
 EXPANSION = 4  # the block MLP's hidden width, in multiples of the block's width
@@ -190,15 +191,7 @@ class HypersphericalEnsemble(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        ensemble = nn.vmap(
-            HypersphericalCritic,
-            variable_axes={"params": 0},
-            split_rngs={"params": True},
-            in_axes=None,
-            out_axes=0,
-            axis_size=self.n,
-        )
-        return ensemble(self.network, self.outputs)(obs, action)
+        return critic_ensemble(HypersphericalCritic, self.n)(self.network, self.outputs)(obs, action)
 
 
 def project_weights(params: Any) -> Any:

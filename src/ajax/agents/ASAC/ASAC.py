@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from ajax.agents.ASAC.state import ASACConfig
 from ajax.agents.ASAC.train_ASAC import make_train
-from ajax.agents.base import shallow_fields
+from ajax.agents.base import layer_strings_only, shallow_fields
 from ajax.agents.SAC import SAC
 from ajax.deprecation import removed_keywords
 from ajax.extensions import LOOP_PHASES
@@ -25,14 +25,13 @@ class ASAC(SAC):
     """
 
     name: ClassVar[str] = "ASAC"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     discounted_q_critic: ClassVar[bool] = False  # its critic is differential: no discounted return to fit
     make_train = staticmethod(make_train)
     # SAC's keywords less the discount, which the average-reward criterion has none of, and the
     # expert's and SAC's own collection features; plus the reward rate's step.
-    hyperparameters: ClassVar[Hyperparameters] = SAC.hyperparameters.fixing(
+    hyperparameters: ClassVar[Hyperparameters] = layer_strings_only(SAC.hyperparameters).fixing(
         gamma=1.0,
         expert_policy=None,
         expert_buffer_n_steps=0,

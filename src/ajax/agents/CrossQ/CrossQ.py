@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ajax.agents.base import shallow_fields
+from ajax.agents.base import layer_strings_only, shallow_fields
 from ajax.agents.CrossQ.state import CrossQConfig
 from ajax.agents.CrossQ.train_CrossQ import make_train
 from ajax.agents.SAC import SAC
@@ -27,7 +27,6 @@ class CrossQ(SAC):
     """
 
     name: ClassVar[str] = "CrossQ"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     pid_actor_form: ClassVar[str | None] = None  # a PID has no hidden layers to renormalise
     supports_memory: ClassVar[bool] = False  # statistics over replayed sequences are not built
     # No target critics (IBRL's on_target reads them), and its critics normalise by their
@@ -36,7 +35,8 @@ class CrossQ(SAC):
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
     hyperparameters: ClassVar[Hyperparameters] = (
-        SAC.hyperparameters.with_defaults(
+        layer_strings_only(SAC.hyperparameters)
+        .with_defaults(
             actor_learning_rate=1e-3,
             critic_learning_rate=1e-3,
             alpha_learning_rate=1e-3,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import shallow_fields
+from ajax.agents.base import layer_strings_only, shallow_fields
 from ajax.agents.REDQ.state import REDQConfig
 from ajax.agents.REDQ.train_REDQ import make_train
 from ajax.agents.SAC import SAC
@@ -23,14 +23,13 @@ class REDQ(SAC):
     """
 
     name: ClassVar[str] = "REDQ"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     # SAC's action phase is SAC's own: its descendants fold the replay critic's phases only.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"on_target", "critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
 
     # SAC's keywords less those of the features REDQ leaves out (the expert's replay, gSDE, SAC's
     # action pipeline), then the ensemble's.
-    hyperparameters: ClassVar[Hyperparameters] = SAC.hyperparameters.fixing(
+    hyperparameters: ClassVar[Hyperparameters] = layer_strings_only(SAC.hyperparameters).fixing(
         expert_buffer_n_steps=0, jsrl_curriculum=None, use_sde=False, log_std_init=-3.0, action_pipeline=None
     ) | keywords(
         n_critics=count(10, doc="the ensemble's critics (N): more critics, a less biased mean"),

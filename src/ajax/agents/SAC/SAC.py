@@ -46,7 +46,6 @@ class SAC(ActorCritic):
 
     name: ClassVar[str] = "SAC"
     pid_actor_form: ClassVar[str | None] = "squashed"
-    hyperspherical_networks: ClassVar[bool] = True
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
     discounted_q_critic: ClassVar[bool] = True

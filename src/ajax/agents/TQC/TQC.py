@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ajax.agents.base import shallow_fields
+from ajax.agents.base import layer_strings_only, shallow_fields
 from ajax.agents.SAC import SAC
 from ajax.agents.TQC.state import TQCConfig
 from ajax.agents.TQC.train_TQC import make_train
@@ -25,7 +25,6 @@ class TQC(SAC):
     """
 
     name: ClassVar[str] = "TQC"
-    hyperspherical_networks: ClassVar[bool] = False  # SimbaV2Network is SAC's alone so far
     supports_memory: ClassVar[bool] = False  # its recurrent quantile critics are not built yet
     # Quantiles, not one discounted value per action: CriticPretrain and ExpertCriticMetrics refuse it.
     discounted_q_critic: ClassVar[bool] = False
@@ -33,7 +32,7 @@ class TQC(SAC):
     # proposals) do not fit quantile critics: only the loss phases are folded.
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"critic_loss", "actor_loss"}
     make_train = staticmethod(make_train)
-    hyperparameters: ClassVar[Hyperparameters] = SAC.hyperparameters.with_defaults(
+    hyperparameters: ClassVar[Hyperparameters] = layer_strings_only(SAC.hyperparameters).with_defaults(
         critic_architecture=("512", "relu", "512", "relu", "512", "relu")
     ) | keywords(
         n_critics=count(5, doc="the distributional critics (N)"),
