@@ -88,6 +88,10 @@ class NormalizationConfig:
     gamma: float = 0.99
     clip_observations: float = 10.0
     clip_rewards: float = 10.0
+    # SimbaV2's bound on the scaled return: the reward scale is also at least max|G| / return_bound,
+    # so every scaled return fits a categorical critic's support of [-bound, bound], and the agent
+    # scales replayed rewards itself (ajax.environments.obs_norm). None: off.
+    return_bound: float | None = None
 
     @property
     def enabled(self) -> bool:

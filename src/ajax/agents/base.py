@@ -401,13 +401,13 @@ class ActorCritic:
             env_params=settings.get("env_params"),
         )
         check_action_space(self.env_args, self.name, continuous=self.continuous)
-        # The reward scale is the spread of the agent's discounted return (0.99 for agents without a discount).
-        gamma = settings.get("gamma")
+        # The reward scale is the spread of the agent's discounted return.
         normalize_observations = bool(settings.get("normalize_observations", False))
         normalization = NormalizationConfig(
             normalize_observations,
             bool(settings.get("normalize_rewards", False)),
-            0.99 if gamma is None else float(gamma),
+            self.discount(settings.get("gamma")),
+            return_bound=settings.get("return_bound"),
         )
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
         memory = MemoryConfig.of(memory)
@@ -432,6 +432,12 @@ class ActorCritic:
         if settings.get("encoder", FLAT) != FLAT or masked:
             self.network_args = self._behind_encoder(settings.get("encoder", FLAT), normalize_observations, masked)
         self._programs: dict[Any, Callable] = {}
+
+    def discount(self, gamma: float | None) -> float:
+        """The discount of the return whose spread scales rewards, given the `gamma` keyword: that,
+        or 0.99 for agents without one. Called once `self.env_args` is built, so that an agent
+        can derive its default from the env (SimbaV2, from the episode's length)."""
+        return 0.99 if gamma is None else float(gamma)
 
     def _network_config(self, settings: Settings, memory: MemoryConfig | None, normalize: bool) -> NetworkConfig:
         """Each declared network's hidden layers, checked; a PID actor wraps the env in its terms."""

@@ -10,6 +10,13 @@ a checkpoint and resumed with the run, and evaluation reads it without updating 
   G <- gamma G + r, restarted at every episode end (the VecNormalize scheme: the reward
   scale is the spread of the returns the critic regresses to, and it is not re-centred,
   so the sign of a reward survives).
+- Rewards under a `return_bound` B (SimbaV2, Lee et al. 2025, arXiv:2502.15280, section
+  4.4): the divisor is max(sqrt(Var[G] + eps), max|G| / B), with max|G| the largest return
+  seen so far, so that scaled returns stay within [-B, B], a categorical critic's support.
+  Collection only gathers the statistics and stores rewards as the env gave them; the agent
+  divides each replayed batch by the scale as it stands (`reward_scale`), as the reference
+  does. Scaled when collected, the first steps' rewards, divided by the tiny spread of a few
+  returns, would sit in the replay a hundred times larger than the later ones.
 
 Statistics combine batch by batch with Chan et al.'s parallel update, exact for any batch
 size; the count starts at a tiny epsilon so the first batch sets the estimate.
@@ -66,6 +73,7 @@ class Normalizer:
     observations: RunningStatistics | None
     returns: RunningStatistics | None
     discounted_return: jax.Array | None  # each env's running discounted return
+    return_absmax: jax.Array | None = None  # the largest |G| so far, with a return bound only
 
 
 def init_normalizer(config: NormalizationConfig, observation_shape: tuple[int, ...], n_envs: int) -> Normalizer | None:
@@ -76,6 +84,7 @@ def init_normalizer(config: NormalizationConfig, observation_shape: tuple[int, .
         observations=init_statistics(observation_shape) if config.observations else None,
         returns=init_statistics(()) if config.rewards else None,
         discounted_return=jnp.zeros((n_envs,), jnp.float32) if config.rewards else None,
+        return_absmax=jnp.zeros((), jnp.float32) if config.rewards and config.return_bound is not None else None,
     )
 
 
@@ -106,9 +115,25 @@ def observe_step(
     if normalizer.returns is not None:
         discounted = config.gamma * normalizer.discounted_return + reward
         stats = update_statistics(normalizer.returns, discounted)
-        reward = scale(stats, reward, config.clip_rewards)
+        if normalizer.return_absmax is None:
+            reward = scale(stats, reward, config.clip_rewards)
+        else:  # left raw: the agent scales its batches (`reward_scale`)
+            absmax = jnp.maximum(normalizer.return_absmax, jnp.max(jnp.abs(discounted)))
+            normalizer = normalizer.replace(return_absmax=absmax)
         normalizer = normalizer.replace(returns=stats, discounted_return=jnp.where(done, 0.0, discounted))
     return normalizer, obs, final_obs, reward
+
+
+def reward_scale(normalizer: Normalizer | None, config: NormalizationConfig) -> jax.Array:
+    """What rewards are divided by now (1 without reward normalisation): under a return bound, the
+    agent's divisor for each replayed batch; otherwise collection's. A critic of scaled returns
+    times this is back in the env's units, for the evaluation's value bias."""
+    if normalizer is None or normalizer.returns is None:
+        return jnp.ones((), jnp.float32)
+    spread = jnp.sqrt(normalizer.returns.var + EPSILON)
+    if normalizer.return_absmax is None:
+        return spread
+    return jnp.maximum(spread, normalizer.return_absmax / config.return_bound)
 
 
 def normalize_observation(normalizer: Normalizer | None, obs: jax.Array, config: NormalizationConfig) -> jax.Array:

@@ -88,10 +88,13 @@ def soft_actor_step(
 
 
 def temperature_step(
-    alpha_state: LoopTrainState, log_prob: jax.Array, target_entropy: float
+    alpha_state: LoopTrainState,
+    log_prob: jax.Array,
+    target_entropy: float,
+    loss: Callable[[jax.Array, jax.Array, float], jax.Array] = temperature_loss,
 ) -> tuple[LoopTrainState, jax.Array]:
-    """One optimiser step of log(alpha) on `temperature_loss`."""
+    """One optimiser step of log(alpha) on `loss` (SAC's `temperature_loss`; SimbaV2 has its own)."""
     alpha_state, loss, _, _ = gradient_step(
-        alpha_state, lambda params: (temperature_loss(params["log_alpha"], log_prob, target_entropy), ())
+        alpha_state, lambda params: (loss(params["log_alpha"], log_prob, target_entropy), ())
     )
     return alpha_state, loss

@@ -31,7 +31,14 @@ from ajax.agents.recurrent import (
     replay_network,
 )
 from ajax.agents.SAC.action_pipeline import make_action_pipeline as make_action_pipeline  # the README imports it here
-from ajax.agents.SAC.core import SquashedGaussianActor, polyak, soft_actor_step, soft_q_target, temperature_step
+from ajax.agents.SAC.core import (
+    SquashedGaussianActor,
+    polyak,
+    soft_actor_step,
+    soft_q_target,
+    temperature_loss,
+    temperature_step,
+)
 from ajax.agents.SAC.state import SACConfig, SoftACState
 from ajax.buffers import ReplayBuffer
 from ajax.buffers.sequence import SequenceReplay, SequenceStep
@@ -148,6 +155,7 @@ class SoftActorCritic(ReplayActorCritic):
     """
 
     config: SACConfig
+    temperature_loss = staticmethod(temperature_loss)  # the temperature's objective (SimbaV2's differs)
 
     @property
     def actor(self) -> nn.Module:
@@ -316,7 +324,9 @@ class SoftActorCritic(ReplayActorCritic):
         actor_state = projected(actor_state)
         alpha_state, alpha_loss = state.alpha, jnp.zeros(())
         if self.config.learn_alpha:
-            alpha_state, alpha_loss = temperature_step(state.alpha, log_prob, self.config.target_entropy)
+            alpha_state, alpha_loss = temperature_step(
+                state.alpha, log_prob, self.config.target_entropy, self.temperature_loss
+            )
         state = state.replace(actor_state=actor_state, alpha=alpha_state)
         return (
             state,
