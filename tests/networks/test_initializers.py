@@ -1,5 +1,7 @@
 """Ajax's LAPACK-free orthogonal initialiser."""
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,3 +39,16 @@ def test_fan_in_uniform_layers_start_as_torchs_default():
             bound = 1.0 / np.sqrt(fan_in)
             assert float(jnp.max(jnp.abs(leaf))) <= bound
             assert float(jnp.max(leaf)) > 0.8 * bound and float(jnp.min(leaf)) < -0.8 * bound
+
+
+def test_no_network_starts_from_a_lapack_decomposition():
+    """Flax's orthogonal initialiser is a QR decomposition, a LAPACK call that the seed vmap
+    batches and that deadlocked a two-seed SimbaV2 run on this project's CPUs."""
+    from pathlib import Path
+
+    import ajax
+
+    root = Path(ajax.__file__).parent
+    flax_orthogonal = re.compile(r"(?<!ajax\.networks\.)initializers\.orthogonal|linalg\.qr")
+    offenders = [str(path.relative_to(root)) for path in root.rglob("*.py") if flax_orthogonal.search(path.read_text())]
+    assert not offenders, offenders

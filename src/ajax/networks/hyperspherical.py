@@ -29,6 +29,7 @@ from flax import traverse_util
 
 from ajax.networks.actor_critic import critic_ensemble
 from ajax.networks.distributions import Squash
+from ajax.networks.initializers import orthogonal
 
 EXPANSION = 4  # the block MLP's hidden width, in multiples of the block's width
 C_SHIFT = 3.0  # the constant feature joined to every input before it is normalised
@@ -65,13 +66,16 @@ def l2_normalize(x: jax.Array, axis: int = -1) -> jax.Array:
 
 
 class HyperDense(nn.Module):
-    """W x with no bias, W started orthogonal; `project_weights` keeps each column of W unit norm."""
+    """W x with no bias, W started orthogonal; `project_weights` keeps each column of W unit norm.
+
+    Orthogonal by Ajax's LAPACK-free initialiser: flax's takes a QR decomposition, a LAPACK call
+    that deadlocked a seed-vmapped SimbaV2 run here (`ajax.networks.initializers`)."""
 
     features: int
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        kernel = self.param("kernel", nn.initializers.orthogonal(1.0), (x.shape[-1], self.features))
+        kernel = self.param("kernel", orthogonal(1.0), (x.shape[-1], self.features))
         return x @ kernel
 
 
