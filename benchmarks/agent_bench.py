@@ -147,6 +147,7 @@ PINNED_KWARGS: dict[str, dict[str, Any]] = {
     "REDQ": {"learning_starts": 1000},
     "TQC": {"learning_starts": 1000},
     "CrossQ": {"learning_starts": 1000},
+    "SimbaV2": {"learning_starts": 1000},
     "ASAC": {"learning_starts": 1000},
     "DreamerV3": {"model_size": "1m", "batch_size": 4, "batch_length": 16, "train_ratio": 8, "buffer_size": 4_000},
     "TDMPC2": {

@@ -196,6 +196,18 @@ CHECKS = (
         "calibrated",
         lambda: {"critic_architecture": ("256", "relu", "256", "relu"), "learning_starts": 1_000},
     ),
+    # SimbaV2 at the reference's settings (its discount rule gives 0.975 on Pendulum) but learning
+    # from step 1,000 as CrossQ's row does, its step size decaying over this run's 20,000 updates.
+    Check(
+        "SimbaV2",
+        "Pendulum-v1",
+        20_000,
+        "calibrated",
+        lambda: {
+            "learning_starts": 1_000,
+            **dict.fromkeys(("actor_learning_rate", "critic_learning_rate"), linear(1e-4, 5e-5, 20_000)),
+        },
+    ),
     # The calibrated APG test's task and settings: 60 updates of 16 copies over 100 steps.
     Check(
         "APG",

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from ajax.agents.registry import AGENTS
 from ajax.buffers import collect_dataset
+from ajax.networks.hyperspherical import SimbaV2Network
 from tests.conftest import (
     TDMPC2_MULTITASK_SMALL,
     TDMPC2_SMALL,
@@ -55,6 +56,12 @@ SPECIFIC: dict[str, Any] = {
     "TQC": lambda: {"n_critics": 2, "n_quantiles": 3},
     # Renormalising from its fifth update on, so that the plumbing tests cross the warm-up's switch.
     "CrossQ": lambda: {"renorm_warmup_steps": 4},
+    # Its own hyperspherical networks, small, and a coarse support.
+    "SimbaV2": lambda: {
+        "actor_architecture": SimbaV2Network(16, 1),
+        "critic_architecture": SimbaV2Network(16, 1),
+        "n_atoms": 11,
+    },
     "DAgger": lambda: {"expert_policy": cartpole_expert, "n_gradient_steps": 4},
     "IQL": lambda: {"dataset": iql_dataset()},
     "UDRL": lambda: {"n_updates_per_iter": 4, "buffer_size": 16, "top_k": 4},

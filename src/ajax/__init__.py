@@ -17,6 +17,7 @@ from ajax.agents.PPO import PPO  # noqa: E402
 from ajax.agents.PQN import PQN  # noqa: E402
 from ajax.agents.REDQ import REDQ  # noqa: E402
 from ajax.agents.SAC import SAC  # noqa: E402
+from ajax.agents.SimbaV2 import SimbaV2  # noqa: E402
 from ajax.agents.TD3 import TD3  # noqa: E402
 from ajax.agents.TDMPC2 import TDMPC2  # noqa: E402
 from ajax.agents.TDMPC2MultiTask import TDMPC2MultiTask  # noqa: E402
@@ -37,6 +38,7 @@ __all__ = [
     "PQN",
     "REDQ",
     "SAC",
+    "SimbaV2",
     "TD3",
     "TDMPC2",
     "TDMPC2MultiTask",

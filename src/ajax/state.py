@@ -89,9 +89,11 @@ class NormalizationConfig:
     clip_observations: float = 10.0
     clip_rewards: float = 10.0
     # SimbaV2's bound on the scaled return: the reward scale is also at least max|G| / return_bound,
-    # so every scaled return fits a categorical critic's support of [-bound, bound], and the agent
-    # scales replayed rewards itself (ajax.environments.obs_norm). None: off.
+    # so every scaled return fits a categorical critic's support of [-bound, bound]. None: off.
     return_bound: float | None = None
+    # Collection gathers the statistics and keeps raw values; the agent normalises each replayed
+    # batch and each observation it acts on with the statistics as they stand (SimbaV2's reference).
+    per_batch: bool = False
 
     @property
     def enabled(self) -> bool:

@@ -109,6 +109,7 @@ MISTAKES = [
     ("utd_ratio", 1.5, COUNT),
     ("n_quantiles", 0, COUNT),
     ("top_quantiles_to_drop_per_net", -1, COUNT_FROM_0),
+    ("n_atoms", 1, "be an integer >= 2"),  # a categorical distribution needs two atoms
     ("renorm_warmup_steps", -1, COUNT_FROM_0),
     ("adam_b1", 1.0, UNIT_BELOW_1),
     ("batch_norm_momentum", 1.0, UNIT_BELOW_1),
@@ -154,6 +155,7 @@ MISTAKES = [
     ("beta", 0.0, ABOVE_0),
     ("max_weight", INF, ABOVE_0),
     ("return_scale", NAN, ABOVE_0),
+    ("return_bound", 0.0, ABOVE_0),
     ("horizon_scale", 0.0, ABOVE_0),
     ("lam", 1.5, UNIT),
     ("actor_entropy", -0.1, AT_LEAST_0),

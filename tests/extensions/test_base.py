@@ -39,6 +39,7 @@ FOLDED = {
     "REDQ": REPLAY_CRITIC,
     "TQC": {"critic_loss", "actor_loss"},  # its critics are quantiles: no phase reads one value per action
     "CrossQ": {"critic_loss", "actor_loss"},  # no target critics: its target comes from the critic's own pass
+    "SimbaV2": {"critic_loss", "actor_loss"},  # categorical critics: no phase reads one value per action
     "ASAC": REPLAY_CRITIC,
     "AVG": REPLAY_CRITIC,
     "DQN": {"on_target", "critic_loss"},

@@ -301,7 +301,7 @@ def test_agents_and_envs_without_a_pid_actor_refuse_one_naming_the_way_out(make,
 
 
 def test_the_refusal_names_the_agents_that_take_a_pid_policy():
-    with pytest.raises(ValueError, match="APG, APO, ASAC, AVG, PPO, REDQ, SAC, TD3, TQC do"):
+    with pytest.raises(ValueError, match="APG, APO, ASAC, AVG, PPO, REDQ, SAC, SimbaV2, TD3, TQC do"):
         DQN("CartPole-v1", architecture=PIDPolicy())
 
 

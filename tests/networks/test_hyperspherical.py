@@ -86,14 +86,14 @@ def test_sac_on_simbav2_networks_trains_with_kernels_on_the_sphere():
 
 def test_only_the_agents_that_build_simbav2_networks_name_them_in_their_keyword_tables():
     builders = {name for name, agent in AGENTS.items() if builds_hyperspherical(agent)}
-    assert builders == {"SAC"}
+    assert builders == {"SAC", "SimbaV2"}
     for name, agent in AGENTS.items():
         accepts = [entry.accepts for entry in agent.hyperparameters.declared.values()]
         assert any("SimbaV2Network" in text for text in accepts) == (name in builders), name
 
 
 def test_agents_without_hyperspherical_networks_refuse_them():
-    with pytest.raises(TypeError, match="not a SimbaV2Network: SAC build"):
+    with pytest.raises(TypeError, match="not a SimbaV2Network: SAC, SimbaV2 build"):
         TQC("Pendulum-v1", critic_architecture=SimbaV2Network(32, 1))
     with pytest.raises(ValueError, match="use_sde=True"):
         SAC("Pendulum-v1", actor_architecture=SimbaV2Network(16, 1), use_sde=True)

@@ -354,6 +354,9 @@ class ActorCritic:
     # Whether critic_state is an ensemble of discounted Q(s, a) critics (members on axis 0) with
     # target parameters, reading the observations collection stores: what CriticPretrain fits.
     discounted_q_critic: ClassVar[bool] = False
+    # Normalise each replayed batch with the current statistics rather than each step as collected
+    # (`NormalizationConfig.per_batch`); the agent then normalises what it acts on and samples.
+    normalizes_batches: ClassVar[bool] = False
     # Every constructor keyword: default, accepted values, sweepable or not (`ajax.hyperparameters`).
     # The signature, the checks, `sweepable`, config.json and the agents page's tables are read from it.
     hyperparameters: ClassVar[Hyperparameters] = two_networks(3e-4, ("64", "relu")) | ENVIRONMENT | NORMALIZATION
@@ -408,6 +411,7 @@ class ActorCritic:
             bool(settings.get("normalize_rewards", False)),
             self.discount(settings.get("gamma")),
             return_bound=settings.get("return_bound"),
+            per_batch=self.normalizes_batches,
         )
         self.env_args = dataclasses.replace(self.env_args, normalization=normalization)
         memory = MemoryConfig.of(memory)

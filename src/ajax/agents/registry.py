@@ -21,6 +21,7 @@ from ajax.agents.PPO import PPO
 from ajax.agents.PQN import PQN
 from ajax.agents.REDQ import REDQ
 from ajax.agents.SAC import SAC
+from ajax.agents.SimbaV2 import SimbaV2
 from ajax.agents.TD3 import TD3
 from ajax.agents.TDMPC2 import TDMPC2
 from ajax.agents.TDMPC2MultiTask import TDMPC2MultiTask
@@ -41,6 +42,7 @@ AGENTS: dict[str, type[ActorCritic]] = {
     "PQN": PQN,
     "REDQ": REDQ,
     "SAC": SAC,
+    "SimbaV2": SimbaV2,
     "TD3": TD3,
     "TDMPC2": TDMPC2,
     "TDMPC2MultiTask": TDMPC2MultiTask,

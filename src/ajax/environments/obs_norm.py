@@ -13,10 +13,13 @@ a checkpoint and resumed with the run, and evaluation reads it without updating 
 - Rewards under a `return_bound` B (SimbaV2, Lee et al. 2025, arXiv:2502.15280, section
   4.4): the divisor is max(sqrt(Var[G] + eps), max|G| / B), with max|G| the largest return
   seen so far, so that scaled returns stay within [-B, B], a categorical critic's support.
-  Collection only gathers the statistics and stores rewards as the env gave them; the agent
-  divides each replayed batch by the scale as it stands (`reward_scale`), as the reference
-  does. Scaled when collected, the first steps' rewards, divided by the tiny spread of a few
-  returns, would sit in the replay a hundred times larger than the later ones.
+- Per batch (`NormalizationConfig.per_batch`, SimbaV2's reference): collection only gathers
+  the statistics, the replay stores observations and rewards as the env gave them, and the
+  agent normalises each replayed batch with the statistics as they stand (`normalize_batch`)
+  and each observation it acts on. Normalised when collected instead, the replay mixes
+  observations standardised by statistics of long-gone policies with today's, and the first
+  steps' rewards, divided by the spread of a handful of returns, sit in it up to a hundred
+  times larger than the later ones.
 
 Statistics combine batch by batch with Chan et al.'s parallel update, exact for any batch
 size; the count starts at a tiny epsilon so the first batch sets the estimate.
@@ -62,10 +65,6 @@ def standardize(stats: RunningStatistics, x: jax.Array, clip: float) -> jax.Arra
     return jnp.clip((x - stats.mean) / jnp.sqrt(stats.var + EPSILON), -clip, clip)
 
 
-def scale(stats: RunningStatistics, x: jax.Array, clip: float) -> jax.Array:
-    return jnp.clip(x / jnp.sqrt(stats.var + EPSILON), -clip, clip)
-
-
 @struct.dataclass
 class Normalizer:
     """The running statistics one seed carries; a field is None when that normalisation is off."""
@@ -89,10 +88,13 @@ def init_normalizer(config: NormalizationConfig, observation_shape: tuple[int, .
 
 
 def observe_reset(normalizer: Normalizer | None, obs: jax.Array, config: NormalizationConfig):
-    """The first observations of a run: they start the statistics, then are normalised by them."""
+    """The first observations of a run: they start the statistics, then are normalised by them
+    (kept raw `per_batch`)."""
     if normalizer is None or normalizer.observations is None:
         return normalizer, obs
     stats = update_statistics(normalizer.observations, obs)
+    if config.per_batch:
+        return normalizer.replace(observations=stats), obs
     return normalizer.replace(observations=stats), standardize(stats, obs, config.clip_observations)
 
 
@@ -104,36 +106,48 @@ def observe_step(
     done: jax.Array,
     config: NormalizationConfig,
 ) -> tuple[Normalizer | None, jax.Array, jax.Array, jax.Array]:
-    """Update the statistics with one step of every env copy; the normalised (obs, final_obs, reward)."""
+    """Update the statistics with one step of every env copy; the normalised (obs, final_obs, reward),
+    or the raw ones `per_batch`."""
     if normalizer is None:
         return normalizer, obs, final_obs, reward
     if normalizer.observations is not None:
         stats = update_statistics(normalizer.observations, obs)
         normalizer = normalizer.replace(observations=stats)
-        obs = standardize(stats, obs, config.clip_observations)
-        final_obs = standardize(stats, final_obs, config.clip_observations)
+        if not config.per_batch:
+            obs = standardize(stats, obs, config.clip_observations)
+            final_obs = standardize(stats, final_obs, config.clip_observations)
     if normalizer.returns is not None:
         discounted = config.gamma * normalizer.discounted_return + reward
-        stats = update_statistics(normalizer.returns, discounted)
-        if normalizer.return_absmax is None:
-            reward = scale(stats, reward, config.clip_rewards)
-        else:  # left raw: the agent scales its batches (`reward_scale`)
+        normalizer = normalizer.replace(
+            returns=update_statistics(normalizer.returns, discounted),
+            discounted_return=jnp.where(done, 0.0, discounted),
+        )
+        if normalizer.return_absmax is not None:
             absmax = jnp.maximum(normalizer.return_absmax, jnp.max(jnp.abs(discounted)))
             normalizer = normalizer.replace(return_absmax=absmax)
-        normalizer = normalizer.replace(returns=stats, discounted_return=jnp.where(done, 0.0, discounted))
+        if not config.per_batch:
+            reward = jnp.clip(reward / reward_scale(normalizer, config), -config.clip_rewards, config.clip_rewards)
     return normalizer, obs, final_obs, reward
 
 
 def reward_scale(normalizer: Normalizer | None, config: NormalizationConfig) -> jax.Array:
-    """What rewards are divided by now (1 without reward normalisation): under a return bound, the
-    agent's divisor for each replayed batch; otherwise collection's. A critic of scaled returns
-    times this is back in the env's units, for the evaluation's value bias."""
+    """What rewards are divided by now (1 without reward normalisation). A critic of scaled
+    returns times this is back in the env's units, for the evaluation's value bias."""
     if normalizer is None or normalizer.returns is None:
         return jnp.ones((), jnp.float32)
     spread = jnp.sqrt(normalizer.returns.var + EPSILON)
     if normalizer.return_absmax is None:
         return spread
     return jnp.maximum(spread, normalizer.return_absmax / config.return_bound)
+
+
+def normalize_batch(
+    normalizer: Normalizer | None, obs: jax.Array, next_obs: jax.Array, reward: jax.Array, config: NormalizationConfig
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """A replayed batch of raw (obs, next_obs, reward) under the statistics as they stand (`per_batch`):
+    observations standardised and clipped, rewards divided by `reward_scale` and not clipped."""
+    obs, next_obs = (normalize_observation(normalizer, x, config) for x in (obs, next_obs))
+    return obs, next_obs, reward / reward_scale(normalizer, config)
 
 
 def normalize_observation(normalizer: Normalizer | None, obs: jax.Array, config: NormalizationConfig) -> jax.Array:

@@ -25,7 +25,8 @@ from ajax.state import EnvironmentConfig
 def ensemble_min(critic_state: Any, params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
     """min_i Q_i(s, a) over the agent's critic ensemble (members on axis 0) under `params`.
 
-    A distributional critic's Q is the mean of its quantiles (TQC's, on a last axis).
+    A distributional critic's Q is the mean of its quantiles (TQC's, on a last axis); SimbaV2's
+    categorical critics give their expected values through their `apply_fn` already.
     """
     q = critic_state.apply_fn(params, obs, action)
     if q.ndim == action.ndim + 1:
