@@ -72,7 +72,7 @@ def test_the_projection_splits_each_moved_atom_between_its_neighbours():
 def test_the_target_takes_per_sample_the_critic_with_the_smaller_expected_value():
     # Two critics, two samples: critic 0 expects 1 then -1, critic 1 expects 0 then 0.
     logits = jnp.log(jnp.array([[[0, 0, 0, 1, 0], [0, 1, 0, 0, 0]], [[0, 0, 1, 0, 0], [0, 0, 1, 0, 0]]]) + 1e-30)
-    chosen = jnp.exp(smaller_critic(logits, ATOMS))
+    chosen = smaller_critic(logits, ATOMS)
     np.testing.assert_allclose(chosen, [[0, 0, 1, 0, 0], [0, 1, 0, 0, 0]], atol=1e-6)
     # The target: sample 0 (not terminal, r = 0, gamma 1) keeps critic 1's atom at 0; no gradient reaches it.
     target = categorical_target(jnp.zeros(2), jnp.array([False, True]), logits, ATOMS, jnp.zeros(2), 1.0)

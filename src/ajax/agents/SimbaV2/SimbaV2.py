@@ -36,10 +36,10 @@ class SimbaV2(SAC):
     the episode's length (`discount`), an actor of one
     128-wide block and two critics of two 512-wide blocks, Adam at 1e-4 falling to 5e-5,
     batches of 256 from step 5,000, tau 0.005, temperature 0.01 learned towards an entropy of
-    -0.5 per action dimension, observations and rewards normalised. Per update: actor, then
-    temperature, then the critics with the updated actor, then the target. docs/agents.md has
-    the equations and where Ajax departs (rewards scaled when collected, the temperature's
-    constant step size).
+    -0.5 per action dimension, observations and rewards normalised per replayed batch. Per
+    update: actor, then temperature, then the critics with the updated actor, then the target.
+    docs/agents.md has the equations and where Ajax departs (the step size's decay over a fixed
+    10^6 updates, the temperature's constant step size, two critics everywhere).
     """
 
     name: ClassVar[str] = "SimbaV2"

@@ -30,13 +30,13 @@ def expected_value(logits: jax.Array, atoms: jax.Array) -> jax.Array:
 
 
 def smaller_critic(next_logits: jax.Array, atoms: jax.Array) -> jax.Array:
-    """Per sample, the log-probabilities of the critic whose expected value is smallest.
+    """Per sample, the probabilities of the critic whose expected value is smallest.
 
     (N, *batch, K) -> (*batch, K).
     """
-    chosen = jnp.argmin(expected_value(next_logits, atoms), axis=0)
-    log_probs = jax.nn.log_softmax(next_logits, axis=-1)
-    return jnp.take_along_axis(log_probs, chosen[None, ..., None], axis=0)[0]
+    probs = jax.nn.softmax(next_logits, axis=-1)
+    chosen = jnp.argmin(jnp.sum(probs * atoms, axis=-1), axis=0)
+    return jnp.take_along_axis(probs, chosen[None, ..., None], axis=0)[0]
 
 
 def shifted_atoms(
@@ -76,9 +76,8 @@ def categorical_target(
     gamma: float,
 ) -> jax.Array:
     """The distribution every critic is trained towards: the smaller target critic's, shifted and projected."""
-    log_probs = smaller_critic(next_logits, atoms)
     moved = shifted_atoms(reward, terminated, atoms, entropy_term, gamma)
-    return jax.lax.stop_gradient(categorical_projection(jnp.exp(log_probs), moved, atoms))
+    return jax.lax.stop_gradient(categorical_projection(smaller_critic(next_logits, atoms), moved, atoms))
 
 
 def categorical_loss(logits: jax.Array, target: jax.Array) -> jax.Array:
