@@ -11,7 +11,7 @@ import numpy as np
 import optax
 import pytest
 
-from ajax import PPO
+from ajax import PPO, SAC
 from ajax.networks.optim import make_optimizer
 from ajax.schedule import at, constant, exponential, linear, polynomial
 from ajax.state import OptimizerConfig
@@ -108,3 +108,25 @@ def test_ppo_trains_with_each_kind_of_schedule_as_its_learning_rates(actor_rate,
         counts = {int(count) for _, count in optax.tree_utils.tree_get_all_with_path(network.opt_state, "count")}
         assert counts == {4 * rollouts}, counts
         assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(network.params))
+
+
+def test_sacs_temperature_reads_a_schedule_of_its_own_updates():
+    """A constant schedule moves log(alpha) as the number does; a decaying one moves it less."""
+
+    def log_alpha(rate):
+        agent = SAC(
+            "Pendulum-v1",
+            n_envs=1,
+            actor_architecture=("8", "relu"),
+            critic_architecture=("8", "relu"),
+            learning_starts=32,
+            batch_size=16,
+            alpha_learning_rate=rate,
+        )
+        state = first_seed(agent.train(seed=0, n_timesteps=64)[0])
+        return float(state.alpha.params["log_alpha"]), int(state.n_updates)
+
+    (number, updates), (same, _), (decayed, _) = map(log_alpha, (1e-2, constant(1e-2), linear(1e-2, 1e-4, 4)))
+    assert updates > 4
+    assert same == number
+    assert abs(decayed) < abs(number)

@@ -138,7 +138,7 @@ MISTAKES = [
     ("gradient_steps", True, r"be a positive integer or -1 \(one update per env step collected\)"),
     ("tau", 0.0, UNIT_ABOVE_0),
     ("tau", NAN, UNIT_ABOVE_0),
-    ("alpha_learning_rate", 0.0, ABOVE_0),
+    ("alpha_learning_rate", 0.0, RATE),
     ("alpha_init", INF, ABOVE_0),
     ("target_entropy", NAN, r"lie in \(-inf, inf\)"),
     ("target_entropy", "-1", r"lie in \(-inf, inf\)"),

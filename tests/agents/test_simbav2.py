@@ -230,7 +230,8 @@ def test_the_defaults_are_the_references():
     config = agent.agent_config
     assert (config.n_atoms, config.return_bound, config.n_critics) == (101, 5.0, 2)
     assert (config.tau, config.batch_size, config.learning_starts, config.buffer_size) == (0.005, 256, 5_000, 10**6)
-    assert (config.alpha_init, config.alpha_learning_rate, config.target_entropy) == (0.01, 1e-4, -0.5)
+    assert (config.alpha_init, config.target_entropy) == (0.01, -0.5)
+    assert config.alpha_learning_rate == linear(1e-4, 5e-5, 1_000_000)
     assert agent.network_args.actor_architecture == SimbaV2Network(128, 1)
     assert agent.network_args.critic_architecture == SimbaV2Network(512, 2)
     for role in ("actor", "critic"):

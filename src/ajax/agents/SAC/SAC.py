@@ -22,7 +22,7 @@ from ajax.agents.updates_owed import UpdatesOwed
 from ajax.buffers import ReplayBuffer
 from ajax.deprecation import CLONING_KEYWORDS, removed_keywords, warn_inert
 from ajax.extensions import LOOP_PHASES
-from ajax.hyperparameters import Hyperparameters, checked_later, count, flag, keywords, number
+from ajax.hyperparameters import Hyperparameters, checked_later, count, flag, keywords, learning_rate, number
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.networks.hyperspherical import SimbaV2Network
 
@@ -59,7 +59,7 @@ class SAC(ActorCritic):
     hyperparameters: ClassVar[Hyperparameters] = (
         two_networks(3e-4, ("256", "relu", "256", "relu"), pid=True, hyperspherical=True)
         | keywords(
-            alpha_learning_rate=number(3e-4, sweep=True, doc="the temperature's Adam step size"),
+            alpha_learning_rate=learning_rate(3e-4, doc="the temperature's Adam step size"),
             gamma=DISCOUNT,
             tau=number(0.005, "(0, 1]", sweep=True, doc="the target critics' Polyak step"),
         )

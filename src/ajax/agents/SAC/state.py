@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +39,7 @@ class SACConfig:
     alpha_init: float
     learn_alpha: bool
     n_critics: int
-    alpha_learning_rate: float
+    alpha_learning_rate: float | Callable[[jax.Array], jax.Array]  # a number or a schedule of its updates
     schedule: UpdatesOwed = field(kw_only=True)  # train_freq=, gradient_steps= (UpdatesOwed.replay)
     # expert_policy= read in agent units: evaluated beside the agent, acting in the warm-up, filling replay
     expert: ExpertInAgentUnits | None = field(default=None, kw_only=True)

@@ -14,8 +14,9 @@ from ajax.hyperparameters import Hyperparameters, count, keywords, number
 from ajax.networks.hyperspherical import SimbaV2Network
 from ajax.schedule import linear
 
-# The reference's step size: 1e-4 falling linearly to 5e-5 over the run's updates, here a
-# million (its usual budget); a run of another length passes its own `linear(1e-4, 5e-5, n)`.
+# The reference's step size for the actor, the critics and the temperature: 1e-4 falling linearly
+# to 5e-5 over the run's updates, here a million (its usual budget); a run of another length
+# passes its own `linear(1e-4, 5e-5, n)`.
 LEARNING_RATE = linear(1e-4, 5e-5, 1_000_000)
 
 
@@ -38,8 +39,8 @@ class SimbaV2(SAC):
     batches of 256 from step 5,000, tau 0.005, temperature 0.01 learned towards an entropy of
     -0.5 per action dimension, observations and rewards normalised per replayed batch. Per
     update: actor, then temperature, then the critics with the updated actor, then the target.
-    docs/agents.md has the equations and where Ajax departs (the step size's decay over a fixed
-    10^6 updates, the temperature's constant step size, two critics everywhere).
+    docs/agents.md has the equations and where Ajax departs (the step sizes' decay over a fixed
+    10^6 updates, two critics everywhere).
     """
 
     name: ClassVar[str] = "SimbaV2"
@@ -62,7 +63,7 @@ class SimbaV2(SAC):
     ).with_defaults(
         actor_learning_rate=LEARNING_RATE,
         critic_learning_rate=LEARNING_RATE,
-        alpha_learning_rate=1e-4,
+        alpha_learning_rate=LEARNING_RATE,
         actor_architecture=SimbaV2Network(128, 1),
         critic_architecture=SimbaV2Network(512, 2),
         learning_starts=5_000,
