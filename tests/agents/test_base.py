@@ -4,11 +4,13 @@ import warnings
 
 import pytest
 
-from ajax import DQN, PPO, SAC
+from ajax import DQN, PPO, SAC, TDMPC2
 from ajax.agents.registry import AGENTS
 from ajax.logging.wandb_logging import LoggingConfig
 
 SMALL = ("16", "relu")
+TINY_TDMPC2 = {"model_size": 1, "enc_dim": 16, "mlp_dim": 16, "latent_dim": 16, "batch_size": 4}
+TINY_TDMPC2 |= {"num_samples": 8, "num_elites": 2, "num_pi_trajs": 2, "iterations": 1}
 
 
 def test_unknown_env_id_lists_the_closest_ids():
@@ -38,8 +40,20 @@ def test_batch_size_that_does_not_divide_the_rollout():
 
 def test_learning_starts_beyond_the_budget_warns():
     agent = DQN("CartPole-v1", learning_starts=1000, architecture=SMALL, buffer_size=1000)
-    with pytest.warns(UserWarning, match=r"learning_starts=1000 is not below the call.s end \(500 timesteps\)"):
+    with pytest.warns(UserWarning, match=r"learning_starts=1000 leaves no update before the call.s end \(500 "):
         agent.train(seed=0, n_timesteps=500)
+
+
+def test_seed_steps_beyond_the_budget_warn_and_reaching_them_updates():
+    """TD-MPC2's burst of updates comes when the collected steps reach seed_steps, not past them."""
+    agent = TDMPC2("Pendulum-v1", **TINY_TDMPC2, seed_steps=100)
+    with pytest.warns(UserWarning, match=r"seed_steps=100 leaves no update before the call.s end \(99 timesteps\)"):
+        state, _ = agent.train(seed=0, n_timesteps=99)
+    assert int(state.n_updates[0]) == 0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*leaves no update.*")
+        state, _ = agent.train(seed=0, n_timesteps=100)
+    assert int(state.n_updates[0]) == 100
 
 
 def test_log_frequency_beyond_the_budget_warns():

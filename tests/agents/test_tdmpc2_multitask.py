@@ -165,3 +165,5 @@ def test_mistakes_are_refused(dataset):
         )
     with pytest.raises(ValueError, match="task_dim must be a positive integer"):
         TDMPC2MultiTask(dataset, **{**SMALL, "task_dim": 0})
+    with pytest.raises(ValueError, match=r"Task 'Reacher-misc' has 200 rows in the dataset, fewer than one training "):
+        TDMPC2MultiTask(dataset, **{**SMALL, "horizon": 201})

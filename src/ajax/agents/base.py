@@ -608,14 +608,21 @@ class ActorCritic:
         n_steps = getattr(getattr(self, "agent_config", None), "n_steps", None)
         return None if n_steps is None else int(n_steps) * int(self.env_args.n_envs)
 
-    def check_budget(self, end_timestep: int) -> None:
-        """Warn when an off-policy agent's learning_starts leaves no update in the call."""
+    def first_update(self) -> tuple[str, int, int] | None:
+        """The keyword that holds back the first update, its value, and the timestep a run must
+        reach for that update (None: no keyword does). Off-policy agents update once past
+        learning_starts."""
         learning_starts = getattr(self.agent_config, "learning_starts", None)
-        if learning_starts is not None and learning_starts >= end_timestep:
+        return None if learning_starts is None else ("learning_starts", int(learning_starts), int(learning_starts) + 1)
+
+    def check_budget(self, end_timestep: int) -> None:
+        """Warn when the steps before the first update fill the whole call, so the run never learns."""
+        first = self.first_update()
+        if first is not None and first[2] > end_timestep:
+            keyword, value, _ = first
             warnings.warn(
-                f"learning_starts={learning_starts} is not below the call's end ({end_timestep} timesteps): "
-                f"{self.name} will only collect warm-up actions and never update. Lower learning_starts or train "
-                "longer.",
+                f"{keyword}={value} leaves no update before the call's end ({end_timestep} timesteps): "
+                f"{self.name} will only collect warm-up actions and never update. Lower {keyword} or train longer.",
                 stacklevel=4,
             )
 

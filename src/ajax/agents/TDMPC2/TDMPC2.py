@@ -133,6 +133,11 @@ class TDMPC2(ActorCritic):
             **dataclasses.asdict(size),
         }
 
+    def first_update(self) -> tuple[str, int, int]:
+        """The burst of updates on the seed data comes when the collected steps reach seed_steps."""
+        seed_steps = self.agent_config.seed_steps
+        return "seed_steps", seed_steps, seed_steps
+
     def _replay(self, s: Settings) -> tuple[int, int | None]:
         """The replay's size and the uniform steps before the first updates (None: the env's default)."""
         return s.buffer_size, s.seed_steps

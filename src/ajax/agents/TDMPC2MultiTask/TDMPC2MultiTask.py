@@ -112,6 +112,13 @@ class TDMPC2MultiTask(TDMPC2):
         # The single-task constructor checks every shared setting; its env is the first task's.
         super().__init__(envs[dataset.tasks[0].name], **settings)
         s = self.settings
+        rows = np.bincount(np.asarray(dataset.task), minlength=len(dataset.tasks))
+        for task, held in zip(dataset.tasks, rows, strict=True):
+            if held < s.horizon:
+                raise ValueError(
+                    f"Task {task.name!r} has {held} rows in the dataset, fewer than one training window of "
+                    f"horizon={s.horizon}: collect more of it, or lower horizon."
+                )
         del self.config["eval_envs"]  # env ids or envs, not settings: config.json keeps the dataset's tasks
         self.eval_env_args = [task_env_args(task, envs[task.name]) for task in dataset.tasks]
         self.dataset = dataset
@@ -138,6 +145,10 @@ class TDMPC2MultiTask(TDMPC2):
 
     def train_kwargs(self) -> dict[str, Any]:
         return {**super().train_kwargs(), "dataset": self.dataset}
+
+    def first_update(self) -> None:
+        """Offline: every step of a call is an update."""
+        return None
 
     def train(
         self,
