@@ -57,7 +57,6 @@ def ajax_train(run: str, seeds: list[int]) -> list[float]:
     import numpy as np
 
     from ajax import PPO, SAC
-    from ajax.logging.wandb_logging import LoggingConfig
 
     spec = RUNS[run]
     env_id = "gymnasium:" + spec["env"]
@@ -85,14 +84,11 @@ def ajax_train(run: str, seeds: list[int]) -> list[float]:
             actor_architecture=tanh,
             critic_architecture=tanh,
         )
-    _, evaluations = agent.train(
-        seed=seeds,
-        n_timesteps=spec["steps"],
-        num_episode_test=EPISODES,
-        logging_config=LoggingConfig(log_frequency=spec["steps"]),
-    )
-    returns = np.asarray(evaluations["Eval/episodic mean reward"])
-    return [float(r) for r in returns[:, -1]]
+    # Trained, then evaluated where the run ends, as SBX's side is: an evaluation logged in the
+    # run lands on a log_frequency boundary, which PPO's whole rollouts may pass without meeting.
+    state, _ = agent.train(seed=seeds, n_timesteps=spec["steps"])
+    returns = np.asarray(agent.evaluate(state, num_episode_test=EPISODES)["Eval/episodic mean reward"])
+    return [float(r) for r in returns]
 
 
 def sbx_train(run: str, seeds: list[int]) -> list[float]:
