@@ -56,6 +56,13 @@ RETURN = "Eval/episodic mean reward"
 RELU64 = ("64", "relu", "64", "relu")
 TANH64 = ("64", "tanh", "64", "tanh")
 RELU256 = ("256", "relu", "256", "relu")
+RATES = ("actor_learning_rate", "critic_learning_rate", "alpha_learning_rate")
+NETS256 = {"actor_architecture": RELU256, "critic_architecture": RELU256, "learning_starts": 1_000}
+BRAX_SIDE_BY_SIDE = {
+    "SAC": {**NETS256, **dict.fromkeys(RATES, 1e-3)},
+    "TQC": {**NETS256, "n_critics": 2, **dict.fromkeys(RATES, 1e-3)},
+    "CrossQ": {"critic_architecture": RELU256, "learning_starts": 1_000},
+}
 
 
 @dataclass(frozen=True)
@@ -197,6 +204,13 @@ CHECKS = (
         20_000,
         "calibrated",
         lambda: {"critic_architecture": ("256", "relu", "256", "relu"), "learning_starts": 1_000},
+    ),
+    # SAC, TQC and CrossQ side by side on Brax's inverted pendulum (episodes of up to 1,000 steps,
+    # +1 a step while the pole stands, ended when it falls), each at its Pendulum row's settings
+    # (256-unit networks, learning from step 1,000; TQC sb3-contrib's 2 critics of 25 quantiles).
+    *(
+        Check(agent, "inverted_pendulum", 10_000, "256-unit nets", lambda agent=agent: BRAX_SIDE_BY_SIDE[agent])
+        for agent in ("SAC", "TQC", "CrossQ")
     ),
     # SimbaV2 at the reference's settings (its discount rule gives 0.975 on Pendulum) but learning
     # from step 1,000 as CrossQ's row does, its step size decaying over this run's 20,000 updates.
