@@ -1,7 +1,8 @@
 """Kill `ajax train` and `ajax sweep` at random moments; every `--resume` must finish the same run.
 
 Run by hand (minutes per kill on 2 cores); the counts go to docs/checkpoints.md. For each
-command, one uninterrupted run gives the reference files and its wall time; then each trial
+command, an uninterrupted run fills the compile cache and a second gives the reference
+files and its wall time (the trials read their programs from that cache); then each trial
 starts the same command in a fresh process, kills it with SIGKILL after a moment drawn
 uniformly over that wall time (so kills land in the imports, the compilation, the training,
 the checkpoint and the final writes alike), notes what the folder held, runs `--resume`
@@ -90,13 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     draw = random.Random(args.seed)
     work = Path(tempfile.mkdtemp(prefix="ajax-faults-"))
     for name in args.commands:
-        reference = work / f"{name}-reference"
-        started = time.perf_counter()
-        done = ajax(*COMMANDS[name], "--out", str(reference))
-        _, stderr = done.communicate()
-        if done.returncode != 0:
-            raise RuntimeError(f"the uninterrupted {name} failed:\n{stderr.decode()[-2000:]}")
-        wall = time.perf_counter() - started
+        # Twice: the first run fills the compile cache, which every trial then reads, so the
+        # second run's wall time is the one the kill moments are drawn over.
+        for reference in (work / f"{name}-warm-up", work / f"{name}-reference"):
+            started = time.perf_counter()
+            done = ajax(*COMMANDS[name], "--out", str(reference))
+            _, stderr = done.communicate()
+            if done.returncode != 0:
+                raise RuntimeError(f"the uninterrupted {name} failed:\n{stderr.decode()[-2000:]}")
+            wall = time.perf_counter() - started
         trials = []
         for _ in range(args.trials):
             trials.append(trial(name, reference, draw.uniform(0.0, wall), work))
