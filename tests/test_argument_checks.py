@@ -171,3 +171,63 @@ def test_train_names_each_argument_it_refuses_before_anything_compiles():
                 agent.train(**{"seed": 0, "n_timesteps": 100, name: value})
             assert name in str(refused.value).lower(), f"train({name}={value!r}): {refused.value}"
     assert not agent._programs  # nothing was traced
+
+
+def extension_fields() -> list[tuple[type, str, str]]:
+    """(extension, field, annotation) for every numeric or boolean field of every extension Ajax ships."""
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    import ajax.extensions
+    from ajax.extensions.base import Extension
+
+    classes = {
+        cls
+        for module in pkgutil.iter_modules(ajax.extensions.__path__)
+        for cls in vars(importlib.import_module(f"ajax.extensions.{module.name}")).values()
+        if isinstance(cls, type) and issubclass(cls, Extension) and cls.__module__.startswith("ajax.extensions.")
+    }
+    return sorted(
+        (
+            (cls, field.name, field.type)
+            for cls in classes
+            for field in dataclasses.fields(cls)
+            if field.init and field.type in ("int", "float", "bool")
+        ),
+        key=lambda entry: (entry[0].__name__, entry[1]),
+    )
+
+
+EXTENSION_WRONG = {
+    "int": [0, -1, 2.5, True, "3", math.nan],
+    "float": [-1.0, math.nan, math.inf, "0.5", True],
+    "bool": ["yes", "False", 1, None],
+}
+
+
+def test_every_extension_has_fields_this_file_checks():
+    assert {cls.__name__ for cls, _, _ in extension_fields()} >= {
+        "CloningPretrain",
+        "CriticPretrain",
+        "EDGEExploration",
+        "IBRLTargets",
+        "ImitationLoss",
+        "JSRLCurriculum",
+        "OnlineCloning",
+        "ResidualPolicy",
+    }
+
+
+@pytest.mark.parametrize(
+    ("cls", "name", "annotation"), extension_fields(), ids=lambda v: getattr(v, "__name__", str(v))
+)
+def test_each_extension_field_refuses_wrong_values_naming_the_extension_and_itself(cls, name, annotation):
+    def expert(obs):
+        return obs
+
+    cls(expert=expert)  # the defaults are accepted
+    for value in EXTENSION_WRONG[annotation]:
+        with pytest.raises((ValueError, TypeError)) as refused:
+            cls(expert=expert, **{name: value})
+        assert f"{cls.__name__}'s {name}" in str(refused.value), f"{cls.__name__}({name}={value!r}): {refused.value}"

@@ -177,9 +177,9 @@ def test_agents_without_a_discounted_q_ensemble_refuse_the_fit_and_its_reader(ag
 def test_bad_input():
     with pytest.raises(TypeError, match="CriticPretrain needs an expert"):
         CriticPretrain()
-    with pytest.raises(ValueError, match="n_steps, epochs and batch_size"):
+    with pytest.raises(ValueError, match="CriticPretrain's epochs must be a positive integer, got 0"):
         CriticPretrain(pd_expert, epochs=0)
-    with pytest.raises(ValueError, match="noise must be >= 0"):
+    with pytest.raises(ValueError, match=r"CriticPretrain\'s noise must lie in \[0, inf\), got -0.1"):
         CriticPretrain(pd_expert, noise=-0.1)
     with pytest.raises(ValueError, match="normalize_observations=True moves them"):
         SAC("Pendulum-v1", normalize_observations=True, extensions=(CriticPretrain(pd_expert),))

@@ -140,11 +140,11 @@ def test_bad_action_extensions_fail_at_construction():
         SAC("Pendulum-v1", extensions=(ResidualPolicy(CountingExpert()),))
     with pytest.raises(ValueError, match="ResidualPolicy makes its controller part of the environment.*JSRLCurriculum"):
         SAC("Pendulum-v1", extensions=(ResidualPolicy(pd_expert), JSRLCurriculum(pd_expert)))
-    with pytest.raises(ValueError, match="horizon and n_stages must be >= 1"):
+    with pytest.raises(ValueError, match="JSRLCurriculum's horizon must be a positive integer, got 0"):
         JSRLCurriculum(pd_expert, horizon=0)
-    with pytest.raises(ValueError, match="epsilon in \\[0, 1\\]"):
+    with pytest.raises(ValueError, match=r"EDGEExploration\'s epsilon must lie in \[0, 1\], got 2.0"):
         EDGEExploration(pd_expert, epsilon=2.0)
-    with pytest.raises(ValueError, match="scale must be > 0"):
+    with pytest.raises(ValueError, match=r"ResidualPolicy\'s scale must lie in \(0, inf\), got 0.0"):
         ResidualPolicy(pd_expert, scale=0.0)
     with pytest.raises(TypeError, match="needs an expert"):
         ResidualPolicy()

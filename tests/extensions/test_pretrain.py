@@ -180,7 +180,7 @@ def test_cloning_pretrain_refuses_what_it_cannot_serve():
         PPO("CartPole-v1", extensions=(CloningPretrain(lambda obs: jnp.zeros(obs.shape[0], jnp.int32)),))
     with pytest.raises(TypeError, match="needs an expert"):
         CloningPretrain()
-    with pytest.raises(ValueError, match="n_steps, epochs and batch_size"):
+    with pytest.raises(ValueError, match="CloningPretrain's n_steps must be a positive integer, got 0"):
         CloningPretrain(pd_expert, n_steps=0)
     with pytest.raises(ValueError, match="reset_actor_head must be True or False, got 'yes'"):
         CloningPretrain(pd_expert, reset_actor_head="yes")

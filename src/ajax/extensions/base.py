@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
+
+from ajax.checks import require_counts, require_in_interval
 
 PHASES = (
     "init_state",
@@ -39,6 +43,29 @@ class ExtensionContext:
     total_steps: int = struct.field(pytree_node=False)
     episode_steps: jax.Array | None = None  # each env copy's steps in its episode, when counted
     shared: dict[str, Any] = struct.field(default_factory=dict)  # what the extension `reads`, by name
+
+
+def check_fields(
+    extension: Extension,
+    counts: Sequence[str] = (),
+    intervals: Mapping[str, str] | None = None,
+    flags: Sequence[str] = (),
+) -> None:
+    """Refuse, at construction, a field of `extension` that is not what it takes, in the words the
+    agents' keywords use: counts (integers >= 1), numbers in an interval ("[0, inf)"), flags.
+
+    Each message names the extension and the field: a string, NaN, infinity or a fraction where
+    a number or a count goes would otherwise fail later, inside tracing, naming neither.
+    """
+    owner = type(extension).__name__
+    for name in counts:
+        require_counts(**{f"{owner}'s {name}": getattr(extension, name)})
+    for name, interval in (intervals or {}).items():
+        require_in_interval(interval, **{f"{owner}'s {name}": getattr(extension, name)})
+    for name in flags:
+        value = getattr(extension, name)
+        if not isinstance(value, bool | np.bool_):
+            raise ValueError(f"{owner}'s {name} must be True or False, got {value!r}.")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.buffers.dataset import expert_transitions
-from ajax.extensions.base import Extension, ExtensionContext
+from ajax.extensions.base import Extension, ExtensionContext, check_fields
 from ajax.extensions.cloning import deterministic_action, fit_expert_critic
 from ajax.extensions.expert import ExpertExtension
 from ajax.state import EnvironmentConfig
@@ -95,13 +95,7 @@ class CriticPretrain(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("CriticPretrain needs an expert: CriticPretrain(expert_fn, n_steps=...).")
-        if self.n_steps < 1 or self.epochs < 1 or self.batch_size < 1:
-            raise ValueError(
-                f"CriticPretrain needs n_steps, epochs and batch_size >= 1; got {self.n_steps}, {self.epochs}, "
-                f"{self.batch_size}."
-            )
-        if not self.noise >= 0:
-            raise ValueError(f"CriticPretrain's noise must be >= 0, got {self.noise}.")
+        check_fields(self, ("n_steps", "epochs", "batch_size"), {"noise": "[0, inf)"}, ("progress",))
 
     def bind(self, env_args: EnvironmentConfig) -> CriticPretrain:
         normalization = env_args.normalization

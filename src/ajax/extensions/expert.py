@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from ajax.environments.obs_norm import raw_observation
 from ajax.environments.utils import ExpertInAgentUnits, require_stateless
-from ajax.extensions.base import Extension, ExtensionContext
+from ajax.extensions.base import Extension, ExtensionContext, check_fields
 from ajax.extensions.cloning import cloning_loss, deterministic_action
 from ajax.state import EnvironmentConfig
 
@@ -77,8 +77,7 @@ class ImitationLoss(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("ImitationLoss needs an expert: ImitationLoss(expert_fn).")
-        if not self.weight >= 0:
-            raise ValueError(f"ImitationLoss's weight must be >= 0, got {self.weight}.")
+        check_fields(self, intervals={"weight": "[0, inf)"})
 
     def actor_loss(
         self, ctx: ExtensionContext, agent_state: Any, ext_state: Any, batch: Any, actor_params: Any

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ajax.extensions.base import ExtensionContext
+from ajax.extensions.base import ExtensionContext, check_fields
 from ajax.extensions.expert import ExpertExtension
 
 
@@ -70,8 +70,7 @@ class ResidualPolicy(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("ResidualPolicy needs an expert: ResidualPolicy(expert_fn).")
-        if not self.scale > 0:
-            raise ValueError(f"ResidualPolicy's scale must be > 0, got {self.scale}.")
+        check_fields(self, intervals={"scale": "(0, inf)"})
 
     def action(self, ctx: ExtensionContext, agent_state: Any, ext_state: Any, obs: jax.Array, action: jax.Array):
         return residual_action(self.expert_action(agent_state, obs), action, self.scale)
@@ -99,10 +98,7 @@ class JSRLCurriculum(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("JSRLCurriculum needs an expert: JSRLCurriculum(expert_fn, horizon=...).")
-        if self.horizon < 1 or self.n_stages < 1:
-            raise ValueError(
-                f"JSRLCurriculum's horizon and n_stages must be >= 1, got {self.horizon} and {self.n_stages}."
-            )
+        check_fields(self, ("horizon", "n_stages"))
 
     def guide_steps(self, ctx: ExtensionContext) -> jax.Array:
         return jsrl_guide_steps(ctx.step, ctx.total_steps, self.horizon, self.n_stages)
@@ -137,11 +133,7 @@ class EDGEExploration(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("EDGEExploration needs an expert: EDGEExploration(expert_fn).")
-        if not 0.0 <= self.epsilon <= 1.0 or not 0.0 < self.decay_fraction <= 1.0 or not self.noise >= 0:
-            raise ValueError(
-                "EDGEExploration needs epsilon in [0, 1], decay_fraction in (0, 1] and noise >= 0, got "
-                f"{self.epsilon}, {self.decay_fraction} and {self.noise}."
-            )
+        check_fields(self, intervals={"epsilon": "[0, 1]", "decay_fraction": "(0, 1]", "noise": "[0, inf)"})
 
     def probability(self, ctx: ExtensionContext) -> jax.Array:
         return linear_decay(ctx.step, ctx.total_steps, self.epsilon, self.decay_fraction)

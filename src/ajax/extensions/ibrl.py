@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ajax.extensions.base import ExtensionContext
+from ajax.extensions.base import ExtensionContext, check_fields
 from ajax.extensions.expert import ExpertExtension, ensemble_min
 
 
@@ -86,6 +86,7 @@ class IBRLTargets(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("IBRLTargets needs an expert: IBRLTargets(expert_fn).")
+        check_fields(self, flags=("act",))
 
     @property
     def phases(self) -> frozenset[str]:

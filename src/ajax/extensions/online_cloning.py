@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
-from ajax.extensions.base import ExtensionContext
+from ajax.extensions.base import ExtensionContext, check_fields
 from ajax.extensions.cloning import deterministic_action
 from ajax.extensions.expert import ExpertExtension, ensemble_min
 
@@ -63,8 +63,7 @@ class OnlineCloning(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("OnlineCloning needs an expert: OnlineCloning(expert_fn).")
-        if not self.weight >= 0:
-            raise ValueError(f"OnlineCloning's weight must be >= 0, got {self.weight}.")
+        check_fields(self, intervals={"weight": "[0, inf)"}, flags=("q_filter",))
 
     def actor_loss(
         self, ctx: ExtensionContext, agent_state: Any, ext_state: Any, batch: Any, actor_params: Any

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from ajax.buffers.dataset import expert_transitions
-from ajax.extensions.base import ExtensionContext
+from ajax.extensions.base import ExtensionContext, check_fields
 from ajax.extensions.cloning import fit, output_layers
 from ajax.extensions.expert import ExpertExtension
 
@@ -39,15 +39,7 @@ class CloningPretrain(ExpertExtension):
     def __post_init__(self) -> None:
         if self.expert is None:
             raise TypeError("CloningPretrain needs an expert: CloningPretrain(expert_fn, n_steps=...).")
-        if self.n_steps < 1 or self.epochs < 1 or self.batch_size < 1:
-            raise ValueError(
-                f"CloningPretrain needs n_steps, epochs and batch_size >= 1; got {self.n_steps}, {self.epochs}, "
-                f"{self.batch_size}."
-            )
-        if not isinstance(self.reset_actor_head, bool):
-            raise ValueError(
-                f"CloningPretrain's reset_actor_head must be True or False, got {self.reset_actor_head!r}."
-            )
+        check_fields(self, ("n_steps", "epochs", "batch_size"), flags=("reset_actor_head",))
 
     def init_state(self, ctx: ExtensionContext, agent_state: Any) -> jax.Array:
         return jnp.full((), jnp.nan, jnp.float32)
