@@ -57,11 +57,13 @@ RELU64 = ("64", "relu", "64", "relu")
 TANH64 = ("64", "tanh", "64", "tanh")
 RELU256 = ("256", "relu", "256", "relu")
 RATES = ("actor_learning_rate", "critic_learning_rate", "alpha_learning_rate")
+# CrossQ at the paper's settings but for a 256-unit critic and learning from step 1,000.
+CROSSQ_256 = {"critic_architecture": RELU256, "learning_starts": 1_000}
 NETS256 = {"actor_architecture": RELU256, "critic_architecture": RELU256, "learning_starts": 1_000}
 BRAX_SIDE_BY_SIDE = {
     "SAC": {**NETS256, **dict.fromkeys(RATES, 1e-3)},
     "TQC": {**NETS256, "n_critics": 2, **dict.fromkeys(RATES, 1e-3)},
-    "CrossQ": {"critic_architecture": RELU256, "learning_starts": 1_000},
+    "CrossQ": CROSSQ_256,
 }
 
 
@@ -203,7 +205,7 @@ CHECKS = (
         "Pendulum-v1",
         20_000,
         "calibrated",
-        lambda: {"critic_architecture": ("256", "relu", "256", "relu"), "learning_starts": 1_000},
+        lambda: CROSSQ_256,
     ),
     # SAC, TQC and CrossQ side by side on Brax's inverted pendulum (episodes of up to 1,000 steps,
     # +1 a step while the pole stands, ended when it falls), each at its Pendulum row's settings

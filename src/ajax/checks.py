@@ -30,6 +30,13 @@ def require_counts(minimum: int = 1, /, **values: Any) -> None:
             raise ValueError(f"{label} must be {accepted}, got {value!r}.")
 
 
+def require_flags(**values: Any) -> None:
+    """Refuse a switch that is not True or False (a numpy bool counts), naming it: "False" is a true string."""
+    for label, value in values.items():
+        if not isinstance(value, bool | np.bool_):
+            raise ValueError(f"{label} must be True or False, got {value!r}.")
+
+
 def require_finite_positive(**values: Any) -> None:
     """Refuse a rate, a norm or a scale that is not a finite number above 0, naming it."""
     for label, value in values.items():

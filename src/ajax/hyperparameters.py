@@ -21,9 +21,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-import numpy as np
-
-from ajax.checks import require_counts, require_finite_positive, require_in_interval
+from ajax.checks import require_counts, require_finite_positive, require_flags, require_in_interval
 from ajax.schedule import check_learning_rate, check_schedule
 
 Check = Callable[[str, Any], None]
@@ -107,8 +105,7 @@ def flag(default: bool, *, doc: str = "") -> Hyperparameter:
     """A switch: True or False."""
 
     def check(name: str, value: Any) -> None:
-        if not isinstance(value, bool | np.bool_):
-            raise ValueError(f"{name} must be True or False, got {value!r}.")
+        require_flags(**{name: value})
 
     return Hyperparameter(default, check, "True, False", doc=doc)
 

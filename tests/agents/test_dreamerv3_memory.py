@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 ROWS = 400_000  # about 1 GB of replay for one seed of the 1m model: well above the compiler's share
 
 RUN = """
-import resource, sys
+import resource
 from ajax import DreamerV3
 from ajax.footprint import leaf_bytes
 agent = DreamerV3("CartPole-v1", model_size="1m", batch_size=4, batch_length=16, train_ratio=8, buffer_size={rows})

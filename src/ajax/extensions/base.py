@@ -8,10 +8,9 @@ from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
-from ajax.checks import require_counts, require_in_interval
+from ajax.checks import require_counts, require_flags, require_in_interval
 
 PHASES = (
     "init_state",
@@ -63,9 +62,7 @@ def check_fields(
     for name, interval in (intervals or {}).items():
         require_in_interval(interval, **{f"{owner}'s {name}": getattr(extension, name)})
     for name in flags:
-        value = getattr(extension, name)
-        if not isinstance(value, bool | np.bool_):
-            raise ValueError(f"{owner}'s {name} must be True or False, got {value!r}.")
+        require_flags(**{f"{owner}'s {name}": getattr(extension, name)})
 
 
 @dataclass(frozen=True)
