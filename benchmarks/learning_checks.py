@@ -303,7 +303,25 @@ CHECKS = (
         lambda: {**minatar_ppo(), "encoder": "mlp", "actor_architecture": RELU256, "critic_architecture": RELU256},
         published=28.0,
     ),
+    # MinAtar's network at the MLP's 10M steps, as it is (one convolution, 128 units, linear
+    # heads) and with a 256-unit ReLU layer between its features and each head.
+    Check("PPO", "Breakout-MinAtar", 10 * 2**20, "gymnax-blines, MinAtar CNN", minatar_ppo, published=28.0),
+    Check(
+        "PPO",
+        "Breakout-MinAtar",
+        10 * 2**20,
+        "gymnax-blines, CNN + 256 heads",
+        lambda: {**minatar_ppo(), "actor_architecture": RELU256[:2], "critic_architecture": RELU256[:2]},
+        published=28.0,
+    ),
     Check("PPO", "SpaceInvaders-MinAtar", PPO_MINATAR_BUDGET, "gymnax-blines", minatar_ppo),
+    Check(
+        "PPO",
+        "SpaceInvaders-MinAtar",
+        10 * 2**20,
+        "gymnax-blines, CNN + 256 heads",
+        lambda: {**minatar_ppo(), "actor_architecture": RELU256[:2], "critic_architecture": RELU256[:2]},
+    ),
     Check("UDRL", "CartPole-v1", 50_000, "defaults"),
     Check("DAgger", "CartPole-v1", 4_000, "expert", lambda: {"expert_policy": cartpole_push}),
     Check(
