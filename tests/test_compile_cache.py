@@ -53,6 +53,24 @@ def test_the_cache_can_be_switched_off(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_the_tally_counts_only_while_open():
+    from jax import monitoring
+
+    with _compile_cache.CompileTally() as tally:
+        monitoring.record_event_duration_secs(_compile_cache.BACKEND_COMPILE, 2.0)
+        monitoring.record_event_duration_secs(_compile_cache.BACKEND_COMPILE, 0.5)
+        monitoring.record_event(_compile_cache.CACHE_HIT)
+        monitoring.record_event_duration_secs(_compile_cache.TIME_SAVED, 3.0)
+        monitoring.record_event_duration_secs(_compile_cache.CACHE_READ, 0.25)
+        monitoring.record_event(_compile_cache.CACHE_WRITE)
+    monitoring.record_event(_compile_cache.CACHE_HIT)  # after the context: not counted
+    assert (tally.programs, tally.loaded, tally.stored) == (2, 1, 1)
+    assert tally.summary() == (
+        "XLA programs: 1 compiled in 2.2 s, 1 loaded from the compile cache (3.0 s of compiling saved); "
+        "1 stored for the next run."
+    )
+
+
 def test_prune_deletes_least_recently_used_first(tmp_path):
     now = time.time()
     for index in range(4):
@@ -78,9 +96,11 @@ def test_a_second_process_loads_an_unlogged_run_and_never_caches_a_logged_one(tm
         "for backend in (False, True)[: int(sys.argv[1])]:\n"
         f"    config = LoggingConfig(log_frequency=25, folder={str(tmp_path / 'logs')!r}, use_tensorboard=backend)\n"
         "    events.clear()\n"
-        "    agent.train(seed=0, n_timesteps=50, num_episode_test=1, logging_config=config)\n"
+        "    with ajax._compile_cache.CompileTally() as tally:\n"
+        "        agent.train(seed=0, n_timesteps=50, num_episode_test=1, logging_config=config)\n"
         "    print(*(events[f'/jax/compilation_cache/{name}'] for name in ('compile_requests_use_cache', "
         "'cache_hits', 'cache_misses')))\n"
+        "    print(tally.loaded, tally.stored, tally.summary(), file=sys.stderr)\n"
     )
     env = {
         **os.environ,
@@ -102,3 +122,10 @@ def test_a_second_process_loads_an_unlogged_run_and_never_caches_a_logged_one(tm
     assert plain_first[1] == 0 and plain_first[2] >= 1  # compiled and stored
     assert logged[0] >= 1 and logged[1:] == (0, 0)  # looked up, not found, not stored: compiled every time
     assert plain_second[1] >= 1 and plain_second[2] == 0  # a second process loads it
+    # What `ajax train` prints of it counts the same events.
+    (first_tally, logged_tally), (second_tally,) = (
+        [line for line in run.stderr.splitlines() if "XLA programs:" in line] for run in runs
+    )
+    assert first_tally.startswith(f"0 {plain_first[2]} ") and "stored for the next run" in first_tally
+    assert "loaded" not in logged_tally and "stored" not in logged_tally
+    assert second_tally.startswith(f"{plain_second[1]} 0 ") and "loaded from the compile cache" in second_tally

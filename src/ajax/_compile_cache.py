@@ -72,3 +72,69 @@ def prune(root: str | os.PathLike, max_bytes: int) -> list[Path]:
         path.unlink(missing_ok=True)
         removed.append(path)
     return removed
+
+
+# JAX's monitoring events: one duration per backend compile (a cache read included), and on a
+# hit a count with the compile time the stored program once took.
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"
+CACHE_HIT = "/jax/compilation_cache/cache_hits"
+CACHE_WRITE = "/jax/compilation_cache/cache_misses"
+TIME_SAVED = "/jax/compilation_cache/compile_time_saved_sec"
+CACHE_READ = "/jax/compilation_cache/cache_retrieval_time_sec"
+
+
+class CompileTally:
+    """What a command compiled and what it loaded from the compile cache, counted from JAX's own
+    monitoring events while the context is open, so that a user sees whether a second run hit
+    the cache instead of guessing from its wall time."""
+
+    def __init__(self) -> None:
+        self.programs = self.loaded = self.stored = 0
+        self.backend_s = self.saved_s = self.read_s = 0.0
+
+    def _event(self, event: str, **_: object) -> None:
+        if event == CACHE_HIT:
+            self.loaded += 1
+        elif event == CACHE_WRITE:
+            self.stored += 1
+
+    def _duration(self, event: str, seconds: float, **_: object) -> None:
+        if event == BACKEND_COMPILE:
+            self.programs += 1
+            self.backend_s += seconds
+        elif event == TIME_SAVED:
+            self.saved_s += seconds
+        elif event == CACHE_READ:
+            self.read_s += seconds
+
+    def __enter__(self) -> CompileTally:
+        from jax import monitoring
+
+        monitoring.register_event_listener(self._event)
+        monitoring.register_event_duration_secs_listener(self._duration)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from jax import monitoring
+
+        monitoring.unregister_event_listener(self._event)
+        monitoring.unregister_event_duration_listener(self._duration)
+
+    def summary(self) -> str:
+        """One line: the programs compiled and their seconds, those loaded and the seconds saved."""
+        compiled = self.programs - self.loaded
+        line = f"XLA programs: {compiled} compiled in {max(self.backend_s - self.read_s, 0.0):.1f} s"
+        if self.loaded:
+            line += f", {self.loaded} loaded from the compile cache ({self.saved_s:.1f} s of compiling saved)"
+        elif configured_directory() is None:
+            line += " (the compile cache is off)"
+        if self.stored:
+            line += f"; {self.stored} stored for the next run"
+        return line + "."
+
+
+def configured_directory() -> str | None:
+    """The compile cache directory JAX writes to, or None when the cache is off."""
+    import jax
+
+    return jax.config.jax_compilation_cache_dir

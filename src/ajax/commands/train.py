@@ -43,6 +43,7 @@ import numpy as np
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from ajax._compile_cache import CompileTally
 from ajax.commands.arguments import DATASET_AGENTS, DEFAULT_TIMESTEPS, build_agent, positive_int, resolve_agent
 from ajax.commands.results import (
     Report,
@@ -451,7 +452,7 @@ def _train_with_progress(
     return _Outcome(all_rows(chunks), state, interrupted, stopped, wall_time, unwritable)
 
 
-def _write_and_summarise(run: _Run, outcome: _Outcome, console: Console) -> int:
+def _write_and_summarise(run: _Run, outcome: _Outcome, console: Console, compiled: CompileTally) -> int:
     """The run folder's last files and the summary table; the exit status: 130 interrupted, 1 stopped."""
     if outcome.unwritable is not None:
         print(outcome.unwritable, file=sys.stderr)
@@ -465,6 +466,7 @@ def _write_and_summarise(run: _Run, outcome: _Outcome, console: Console) -> int:
     nonfinite = gone(outcome.state, run.seeds)
     console.print(summary_table(finals, f"{run.title}: final evaluation {run.report.quantity}", nonfinite, run.report))
     console.print(f"Wall time: {outcome.wall_time:.1f} s (compilation included)", highlight=False)
+    console.print(compiled.summary(), highlight=False)
     if not plotted:
         console.print("No evaluation finished: learning_curve.png was not written.", highlight=False)
     console.print(f"Run folder: {run.out}", highlight=False)
@@ -510,5 +512,6 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
             return 2
     else:
         _write_settings(run, args, console)
-    outcome = _train_with_progress(run, args, state, previous_rows, console)
-    return _write_and_summarise(run, outcome, console)
+    with CompileTally() as compiled:
+        outcome = _train_with_progress(run, args, state, previous_rows, console)
+    return _write_and_summarise(run, outcome, console, compiled)
