@@ -21,6 +21,13 @@ count every seed's environment steps.
                      (the Zoo's), two 256-unit relu layers, batch 256, updates from step 1,000.
     sac-halfcheetah  SAC, HalfCheetah-v5, 50,000 steps, SB3's defaults (learning rate 3e-4,
                      two 256-unit layers, batch 256), updates from step 10,000 (the Zoo's).
+    tqc-pendulum     TQC, Pendulum-v1, 20,000 steps, the Zoo's preset: sb3-contrib's defaults (2
+                     critics of 25 quantiles, 2 dropped each, two 256-unit relu layers, batch
+                     256, updates from step 100) with learning rate 1e-3.
+    crossq-pendulum  CrossQ, Pendulum-v1, 20,000 steps, the paper's settings (learning rate 1e-3,
+                     Adam b1 0.5, actor and temperature every 3rd update, batch renormalisation
+                     with momentum 0.99 after 100,000 passes) but for a 256-256 critic and
+                     updates from step 1,000: the learning table's CrossQ row.
     ppo-cartpole     PPO, CartPole-v1, 100,000 steps, the Zoo's settings (8 envs x 32 steps,
                      20 epochs of 256, lambda 0.8, gamma 0.98, learning rate 1e-3, no entropy
                      bonus), two 64-unit tanh layers.
@@ -47,6 +54,8 @@ EPISODES = 10
 RUNS: dict[str, dict[str, Any]] = {
     "sac-pendulum": {"agent": "SAC", "env": "Pendulum-v1", "steps": 20_000, "lr": 1e-3, "starts": 1_000},
     "sac-halfcheetah": {"agent": "SAC", "env": "HalfCheetah-v5", "steps": 50_000, "lr": 3e-4, "starts": 10_000},
+    "tqc-pendulum": {"agent": "TQC", "env": "Pendulum-v1", "steps": 20_000, "lr": 1e-3, "starts": 100},
+    "crossq-pendulum": {"agent": "CrossQ", "env": "Pendulum-v1", "steps": 20_000, "lr": 1e-3, "starts": 1_000},
     "ppo-cartpole": {"agent": "PPO", "env": "CartPole-v1", "steps": 100_000, "lr": 1e-3},
 }
 PPO_SETTINGS = {"n_envs": 8, "n_steps": 32, "batch_size": 256, "n_epochs": 20, "gae_lambda": 0.8, "gamma": 0.98}
@@ -56,14 +65,17 @@ def ajax_train(run: str, seeds: list[int]) -> list[float]:
     """Train Ajax on `run` for every seed in one call; each seed's final mean return."""
     import numpy as np
 
-    from ajax import PPO, SAC
+    from ajax import PPO, SAC, TQC, CrossQ
 
     spec = RUNS[run]
     env_id = "gymnasium:" + spec["env"]
-    if spec["agent"] == "SAC":
+    if spec["agent"] != "PPO":
         relu = ("256", "relu", "256", "relu")
-        agent = SAC(
+        # CrossQ keeps its own Adam b1 and policy delay; TQC keeps sb3-contrib's quantiles.
+        extra = {"n_critics": 2} if spec["agent"] == "TQC" else {}
+        agent = {"SAC": SAC, "TQC": TQC, "CrossQ": CrossQ}[spec["agent"]](
             env_id,
+            **extra,
             actor_learning_rate=spec["lr"],
             critic_learning_rate=spec["lr"],
             alpha_learning_rate=spec["lr"],
@@ -94,15 +106,15 @@ def ajax_train(run: str, seeds: list[int]) -> list[float]:
 def sbx_train(run: str, seeds: list[int]) -> list[float]:
     """Train SBX on `run`, one seed after another; each seed's final mean return."""
     import gymnasium
-    from sbx import PPO, SAC
+    from sbx import PPO, SAC, TQC, CrossQ
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
     spec = RUNS[run]
     finals = []
     for seed in seeds:
-        if spec["agent"] == "SAC":
-            model = SAC(
+        if spec["agent"] != "PPO":
+            model = {"SAC": SAC, "TQC": TQC, "CrossQ": CrossQ}[spec["agent"]](
                 "MlpPolicy",
                 spec["env"],
                 learning_rate=spec["lr"],
