@@ -105,7 +105,7 @@ def test_run_prints_each_seeds_final_return(tiny_run):
         assert [str(seed), str(TIMESTEPS), f"{value:.2f}"] in table, stdout
     values = np.array(list(finals.values()))
     assert f"{values.mean():.2f} ± {values.std():.2f}" in stdout
-    assert "Wall time" in stdout
+    assert "Wall time" in stdout and "XLA programs: " in stdout
 
 
 def test_chunked_run_equals_one_call(tiny_run):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from unittest import mock
 
@@ -49,7 +51,10 @@ def test_a_sweep_it_cannot_run_exits_2_naming_why(arguments, message, tmp_path, 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep") / "run"
-    assert main(["sweep", "PPO", "CartPole-v1", *GRID, *TINY, "--out", str(out)]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["sweep", "PPO", "CartPole-v1", *GRID, *TINY, "--out", str(out)]) == 0
+    assert "XLA programs: " in printed.getvalue()  # what it compiled and what the compile cache served
     return out
 
 

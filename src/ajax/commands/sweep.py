@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ajax._compile_cache import CompileTally
 from ajax.commands.arguments import (
     DATASET_AGENTS,
     DEFAULT_TIMESTEPS,
@@ -269,7 +270,7 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
         TimeRemainingColumn(),
         console=console,
     )
-    with progress:
+    with progress, CompileTally() as compiled:
         task = progress.add_task(title, total=total)
         progress.update(task, completed=int(np.asarray(state.collector_state.timestep).flat[0]))
         for target in chunk_targets(total, quantum):
@@ -296,6 +297,7 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
     write_csv(out / "evaluations.csv", ordered)
     plot_curves(out / "learning_curves.png", ordered, configurations, title)
     console.print(ranking_table(final_returns(ordered, len(configurations)), configurations, title))
+    console.print(compiled.summary(), highlight=False)
     console.print(f"Run folder: {out}", highlight=False)
     return 0
 
