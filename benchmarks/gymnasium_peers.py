@@ -65,7 +65,8 @@ def ajax_train(run: str, seeds: list[int]) -> list[float]:
     """Train Ajax on `run` for every seed in one call; each seed's final mean return."""
     import numpy as np
 
-    from ajax import PPO, SAC, TQC, CrossQ
+    from ajax import PPO
+    from ajax.agents.registry import AGENTS
 
     spec = RUNS[run]
     env_id = "gymnasium:" + spec["env"]
@@ -73,7 +74,7 @@ def ajax_train(run: str, seeds: list[int]) -> list[float]:
         relu = ("256", "relu", "256", "relu")
         # CrossQ keeps its own Adam b1 and policy delay; TQC keeps sb3-contrib's quantiles.
         extra = {"n_critics": 2} if spec["agent"] == "TQC" else {}
-        agent = {"SAC": SAC, "TQC": TQC, "CrossQ": CrossQ}[spec["agent"]](
+        agent = AGENTS[spec["agent"]](
             env_id,
             **extra,
             actor_learning_rate=spec["lr"],
@@ -106,7 +107,8 @@ def ajax_train(run: str, seeds: list[int]) -> list[float]:
 def sbx_train(run: str, seeds: list[int]) -> list[float]:
     """Train SBX on `run`, one seed after another; each seed's final mean return."""
     import gymnasium
-    from sbx import PPO, SAC, TQC, CrossQ
+    import sbx
+    from sbx import PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
@@ -114,7 +116,7 @@ def sbx_train(run: str, seeds: list[int]) -> list[float]:
     finals = []
     for seed in seeds:
         if spec["agent"] != "PPO":
-            model = {"SAC": SAC, "TQC": TQC, "CrossQ": CrossQ}[spec["agent"]](
+            model = getattr(sbx, spec["agent"])(
                 "MlpPolicy",
                 spec["env"],
                 learning_rate=spec["lr"],

@@ -180,6 +180,12 @@ def craftax_ppo(budget: int = CRAFTAX_BUDGET) -> dict[str, Any]:
     }
 
 
+def minatar_ppo_hidden_heads() -> dict[str, Any]:
+    """`minatar_ppo` with one 256-unit ReLU layer between MinAtar's features and each head."""
+    hidden = ("256", "relu")
+    return {**minatar_ppo(), "actor_architecture": hidden, "critic_architecture": hidden}
+
+
 def zoo_check(agent: str, env_id: str, target: float | None = None) -> Check:
     preset = zoo.preset(agent, env_id)
     return Check(agent, env_id, preset.n_timesteps, "zoo", published=preset.published, target=target)
@@ -339,7 +345,7 @@ CHECKS = (
         "Breakout-MinAtar",
         10 * 2**20,
         "gymnax-blines, CNN + 256 heads",
-        lambda: {**minatar_ppo(), "actor_architecture": RELU256[:2], "critic_architecture": RELU256[:2]},
+        minatar_ppo_hidden_heads,
         published=28.0,
     ),
     Check("PPO", "SpaceInvaders-MinAtar", PPO_MINATAR_BUDGET, "gymnax-blines", minatar_ppo),
@@ -348,7 +354,7 @@ CHECKS = (
         "SpaceInvaders-MinAtar",
         10 * 2**20,
         "gymnax-blines, CNN + 256 heads",
-        lambda: {**minatar_ppo(), "actor_architecture": RELU256[:2], "critic_architecture": RELU256[:2]},
+        minatar_ppo_hidden_heads,
     ),
     # PPO on Craftax-Classic (Crafter's 22 achievements, +1 each the first time, +-0.1 for health)
     # at Craftax_Baselines' settings; its paper's PPO reaches 90% of the optimum after 1B steps.
