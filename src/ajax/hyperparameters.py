@@ -215,9 +215,15 @@ class Hyperparameters:
     def bind(self, owner: str, given: Mapping[str, Any]) -> Settings:
         """Every keyword's value (given, or its default), each checked, with the fixed ones.
 
-        An unknown keyword raises the TypeError Python's own signature would, with close matches.
+        An unknown keyword raises the TypeError Python's own signature would, with close matches;
+        a keyword the agent fixes says the value it keeps.
         """
         for name in given:
+            if name in self.fixed:
+                raise TypeError(
+                    f"{owner}() got an unexpected keyword argument {name!r}: {owner} sets {name}="
+                    f"{self.fixed[name]!r} itself."
+                )
             if name not in self.declared:
                 close = difflib.get_close_matches(name, list(self.declared), n=3)
                 hint = f" Did you mean {', '.join(close)}?" if close else ""

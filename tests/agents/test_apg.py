@@ -23,11 +23,12 @@ from ajax.extensions.expert import ImitationLoss
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.modules import PIDPolicy
 from ajax.networks.actor_critic import DeterministicActor
+from ajax.networks.encoders import encoded
 from ajax.networks.memory import MemoryConfig
 from ajax.schedule import linear, warmup_cosine
 from ajax.wrappers import InitialStateWrapper
 from tests.conftest import assert_split_through_checkpoint_equals_one_call
-from tests.probe_envs import EndlessReward, ProbeParams
+from tests.probe_envs import DictPendulum, EndlessReward, ProbeParams
 
 
 def test_the_loss_is_minus_the_mean_return_and_the_m_rmse_the_root_of_the_matching_loss():
@@ -89,6 +90,60 @@ def test_apg_finds_the_best_action_through_the_dynamics():
     assert (loss[:, -10:].mean(axis=1) < loss[:, :10].mean(axis=1)).all()
 
 
+class ReachZeroFrame(ReachZero):
+    """`ReachZero` observing x as a 3 x 3 frame of floats, every pixel x: the same task behind an image."""
+
+    def reset_env(self, key, params):
+        obs, state = super().reset_env(key, params)
+        return jnp.full((3, 3, 1), obs[0]), state
+
+    def step_env(self, key, state, action, params):
+        obs, *rest = super().step_env(key, state, action, params)
+        return (jnp.full((3, 3, 1), obs[0]), *rest)
+
+    def observation_space(self, params):
+        return spaces.Box(-2.0, 2.0, (3, 3, 1))
+
+
+def test_apg_finds_the_best_action_through_an_image_encoder():
+    # The gradient reaches the action through the dynamics, and the encoder's weights through
+    # the frames the actions produced (float frames, kept float32: nothing cuts it).
+    agent = APG(
+        ReachZeroFrame(),
+        encoder="minatar_cnn",
+        n_envs=4,
+        horizon=4,
+        actor_learning_rate=1e-2,
+        actor_architecture=("16", "tanh"),
+    )
+    fresh, _ = agent.train(seed=[0], n_timesteps=0)
+    state, metrics = agent.train(seed=[0], n_timesteps=4 * 4 * 200)
+    assert agent.env_args.observation_shape == (3, 3, 1)
+    first = np.asarray(jax.tree.leaves(fresh.actor_state.params["params"]["encoder"])[0])
+    trained = np.asarray(jax.tree.leaves(state.actor_state.params["params"]["encoder"])[0])
+    assert not np.allclose(first, trained)
+    frame = jnp.ones((1, 3, 3, 1))
+    at_start = jax.vmap(lambda params: agent_actor(agent).apply(params, frame))(state.actor_state.params)
+    assert (np.asarray(at_start) < -0.9).all(), at_start
+    loss = np.asarray(metrics["policy/loss"])
+    assert loss[0, -10:].mean() < loss[0, :10].mean()
+
+
+def agent_actor(agent: APG):
+    """The actor APG builds behind its encoder, to read a trained state's parameters with."""
+    actor = DeterministicActor(agent.network_args.actor_architecture, agent.env_args.action_dim)
+    return encoded(actor, agent.network_args.encoder, agent.env_args.observation_parts)
+
+
+def test_a_dict_observation_read_flat_is_the_same_run_as_its_one_array():
+    # DictPendulum's keys in sorted order ("angle": cos, sin; "velocity") are Pendulum's vector,
+    # and joining them is differentiable: APG trains through the dict exactly as through the array.
+    settings = {"n_envs": 2, "horizon": 8, "actor_architecture": ("8", "tanh")}
+    _, through_dict = APG(DictPendulum(), **settings).train(seed=[0], n_timesteps=64)
+    _, through_array = APG("Pendulum-v1", **settings).train(seed=[0], n_timesteps=64)
+    np.testing.assert_allclose(through_dict["policy/loss"], through_array["policy/loss"], rtol=1e-5)
+
+
 def test_an_env_without_differentiable_transitions_and_bad_settings_are_refused():
     with pytest.raises(ValueError, match="no differentiable transitions.*Pendulum-v1"):
         APG(EndlessReward(continuous=True))
@@ -107,6 +162,10 @@ def test_an_env_without_differentiable_transitions_and_bad_settings_are_refused(
         APG("Pendulum-v1", pid_head=True, extensions=(ImitationLoss(expert),))
     with pytest.raises(ValueError, match="with memory= takes no extensions"):
         APG("Pendulum-v1", memory={"kind": "gru", "hidden_size": 8}, extensions=(ImitationLoss(expert),))
+    with pytest.raises(ValueError, match=r"encoder=.minatar_cnn. reads images.*shape \(3,\). Use encoder=.mlp."):
+        APG("Pendulum-v1", encoder="minatar_cnn")
+    with pytest.raises(ValueError, match="memory= or pid_head=True reads flat observations"):
+        APG(ReachZeroFrame(), encoder="minatar_cnn", pid_head=True)
 
 
 def test_a_logged_run_evaluates_the_m_rmse_and_an_unlogged_one_returns_each_updates_metrics():

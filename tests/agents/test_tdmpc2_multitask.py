@@ -165,5 +165,8 @@ def test_mistakes_are_refused(dataset):
         )
     with pytest.raises(ValueError, match="task_dim must be a positive integer"):
         TDMPC2MultiTask(dataset, **{**SMALL, "task_dim": 0})
+    # The datasets hold flat, zero-padded observations, as the reference's multi-task model reads.
+    with pytest.raises(TypeError, match="TDMPC2MultiTask sets encoder='mlp' itself"):
+        TDMPC2MultiTask(dataset, **{**SMALL, "encoder": "nature_cnn"})
     with pytest.raises(ValueError, match=r"Task 'Reacher-misc' has 200 rows in the dataset, fewer than one training "):
         TDMPC2MultiTask(dataset, **{**SMALL, "horizon": 201})

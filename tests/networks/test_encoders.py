@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ajax import APG, AVG, DQN, PPO, PQN, REDQ, SAC, TD3
+from ajax import AVG, DQN, PPO, PQN, REDQ, SAC, TD3
 from ajax.agents.PPO.train_PPO import ProximalActorCritic
 from ajax.buffers import ReplayBuffer
 from ajax.environments.utils import flatten_observation
@@ -208,11 +208,6 @@ def test_a_dict_observation_read_flat_goes_through_memory():
     agent = SAC(DictPendulum(), memory=MemoryConfig("gru", 8), sequence_length=4, **REPLAY_SMALL)
     state, _ = agent.train(seed=0, n_timesteps=128)
     assert state.collector_state.last_obs.shape == (1, 1, 3) and agent.network_args.memory is not None
-
-
-def test_apg_refuses_a_dict_observation_it_cannot_differentiate_through():
-    with pytest.raises(ValueError, match="observations are a dict. Join them into one array"):
-        APG(DictPendulum())
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ def with_gradients(env: environment.Environment) -> environment.Environment:
 class Rollout:
     """A closed-loop rollout, time-major (T, N, ...)."""
 
-    obs: jax.Array  # what the policy read at each step
+    obs: Any  # what the policy read at each step (a dict's parts by key, when kept apart)
     action: jax.Array
     reward: jax.Array
     terminated: jax.Array
@@ -81,7 +81,7 @@ class LoopState:
     """Where a closed loop stands between rollouts: each copy's env, observation and policy carry."""
 
     env_state: Any
-    obs: jax.Array
+    obs: Any
     carry: Any
     episode_start: jax.Array
 
@@ -102,14 +102,17 @@ def closed_loop_rollout(
     loop: LoopState,
     key: jax.Array,
     horizon: int,
+    observe: Callable[[Any], Any] = lambda obs: obs,
 ) -> tuple[LoopState, Rollout]:
     """`horizon` steps of every copy under `policy`, differentiable wherever `env` is.
 
     Actions are in the env's own units. The policy sees each step's episode starts, so a
-    policy with memory can reset its carry when an episode ends.
+    policy with memory can reset its carry when an episode ends. `observe` turns the env's
+    observations into the form `loop.obs` holds and the policy reads (an agent's flat vector,
+    or its kept parts), so a dict observation's carry keeps one structure through the scan.
     """
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None), axis_name=ENV_AXIS)
-    n_envs = loop.obs.shape[0]
+    n_envs = jax.tree.leaves(loop.obs)[0].shape[0]
 
     def one(loop: LoopState, key: jax.Array) -> tuple[LoopState, Rollout]:
         action, carry = policy(loop.obs, loop.carry, loop.episode_start)
@@ -119,6 +122,6 @@ def closed_loop_rollout(
         terminated = jnp.asarray(terminated, bool)
         truncated = jnp.asarray(truncated, bool) & ~terminated
         record = Rollout(loop.obs, action, jnp.asarray(reward), terminated, truncated, loop.episode_start)
-        return LoopState(env_state, obs, carry, terminated | truncated), record
+        return LoopState(env_state, observe(obs), carry, terminated | truncated), record
 
     return jax.lax.scan(one, loop, jax.random.split(key, horizon))

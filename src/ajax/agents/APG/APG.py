@@ -5,11 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from gymnax.environments import spaces
-
 from ajax.agents.APG.state import APGConfig
 from ajax.agents.APG.train_APG import VisitedStates, make_train
-from ajax.agents.base import ARCHITECTURE, ENVIRONMENT, ActorCritic, field_names, gradient_clip
+from ajax.agents.base import ARCHITECTURE, ENCODER, ENVIRONMENT, ActorCritic, field_names, gradient_clip
 from ajax.checks import in_interval
 from ajax.environments.differentiable import with_gradients
 from ajax.environments.host import HostEnv
@@ -56,6 +54,8 @@ class APG(ActorCritic):
     either makes the controller carry its state through each episode. `actor_architecture=
     PIDPolicy(...)` makes it a feed-forward PID on the env's error terms instead.
     `APG.contextual_controller` builds Busetto et al.'s in-context controller from both.
+    `encoder=` puts an image encoder before the feed-forward actor; the return's gradient
+    reaches it through the observations the dynamics produced.
     """
 
     name: ClassVar[str] = "APG"
@@ -86,6 +86,7 @@ class APG(ActorCritic):
             pid_head=flag(False, doc="end the actor in a PID layer with learned gains, carried through each episode"),
         )
         | ENVIRONMENT.with_defaults(n_envs=16)
+        | ENCODER
     )
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:
@@ -96,10 +97,10 @@ class APG(ActorCritic):
                 f"APG back-propagates through its rollouts, and {self.env_args.env.name} steps on the host, where no "
                 "gradient flows. Train APG on a JAX environment (a gymnax, Brax or Playground id), or use SAC or PPO."
             )
-        if isinstance(self.env_args.env.observation_space(self.env_args.env_params), spaces.Dict):
+        if self.network_args.encoder is not None and (self.network_args.memory is not None or s.pid_head):
             raise ValueError(
-                "APG back-propagates through its rollouts with the env's observation as one array, and this env's "
-                "observations are a dict. Join them into one array in a wrapper to train APG on it."
+                "APG's controller with memory= or pid_head=True reads flat observations; behind an encoder only its "
+                "feed-forward actor is built. Drop memory= and pid_head, or use encoder='mlp'."
             )
         if s.lr_schedule is not None and callable(s.actor_learning_rate):
             raise ValueError(

@@ -35,11 +35,12 @@ from ajax.agents.APG.state import APGConfig
 from ajax.agents.loop import RunSettings, TrainLoop, gradient_step
 from ajax.environments.differentiable import LoopState, closed_loop_rollout
 from ajax.environments.interaction import Transition, init_collector
-from ajax.environments.utils import flatten_observation, to_env_action
+from ajax.environments.utils import flatten_observation, stored_observation, to_env_action
 from ajax.evaluate import EvalPolicy, PolicyCarry, flatten_metrics
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import DeterministicActor
+from ajax.networks.encoders import encoded
 from ajax.networks.optim import with_traced_numbers
 from ajax.networks.recurrent import MemoryCarries
 from ajax.schedule import warmup_cosine
@@ -116,12 +117,21 @@ def make_train(
     elif isinstance(network_args.actor_architecture, PIDPolicy):
         actor = pid_actor(network_args.actor_architecture, env_args, "deterministic")
     else:
-        actor = DeterministicActor(network_args.actor_architecture, env_args.action_dim)
+        actor = encoded(
+            DeterministicActor(network_args.actor_architecture, env_args.action_dim),
+            network_args.encoder,
+            env_args.observation_parts,
+        )
     per_update = config.horizon * n_envs
+
+    def kept(obs: Any) -> Any:
+        """The env's observations as the actor reads them and the collector keeps them."""
+        return stored_observation(obs, env_args)
+
     total_updates = -(-run.total_timesteps // per_update) + 1  # the on-policy loop's count over the horizon
 
     def act(params: Any, obs: jax.Array, carry: Any, episode_start: jax.Array | None) -> tuple[jax.Array, Any]:
-        """The actions in agent units for observations (N, D), and the carry after them."""
+        """The actions in agent units for observations as kept (N, ...), and the carry after them."""
         if not stateful:
             return actor.apply(params, obs), carry
         carry, action = controller.apply(params, carry, obs[None], episode_start[None])
@@ -129,7 +139,7 @@ def make_train(
 
     def init(key: jax.Array) -> BaseAgentState:
         rng, actor_key, env_key, eval_key = jax.random.split(key, 4)
-        obs = jnp.zeros((1, env_args.observation_dim))
+        obs = env_args.observation_zeros(1)
         collector = init_collector(env_key, env_args)
         if stateful:
             params = controller.init(actor_key, initial_controller_carry(controller, 1), obs[None], jnp.ones((1, 1)))
@@ -160,13 +170,13 @@ def make_train(
 
         def loss(params):
             def policy(obs, carry, episode_start):
-                action, carry = act(params, flatten_observation(obs), carry, episode_start)
+                action, carry = act(params, obs, carry, episode_start)
                 return to_env_action(action, env_args), carry
 
             after, rollout = closed_loop_rollout(
-                env_args.env, env_args.env_params, policy, loop, rollout_key, config.horizon
+                env_args.env, env_args.env_params, policy, loop, rollout_key, config.horizon, kept
             )
-            visited = VisitedStates(jax.lax.stop_gradient(flatten_observation(rollout.obs).reshape(per_update, -1)))
+            visited = VisitedStates(jax.lax.stop_gradient(flatten_observation(rollout.obs, 2).reshape(per_update, -1)))
             extra, metrics = extensions.fold_actor_loss(state, visited, params)
             return apg_loss(rollout.reward) + extra, (after, rollout, metrics)
 
@@ -197,7 +207,7 @@ def advance_collector(
     done = rollout.terminated | rollout.truncated
     collector = episodic_returns(collector, rollout.reward, done).replace(
         env_state=after.env_state,
-        last_obs=flatten_observation(after.obs),
+        last_obs=after.obs,
         timestep=collector.timestep + per_update,
     )
     if stateful:
