@@ -25,8 +25,10 @@ from gymnax.environments import environment, spaces
 from ajax.checks import require_counts
 from ajax.environments.brax_like import make_brax, make_playground
 from ajax.environments.envpool_envs import EnvPoolEnv
+from ajax.environments.envpool_xla import EnvPoolXlaEnv
 from ajax.environments.host import GymnasiumEnv
 from ajax.environments.ids import (
+    ENVPOOL_XLA_PREFIX,
     PACKAGES,
     PLAYGROUND_MENAGERIE_IDS,
     backend_of,
@@ -182,7 +184,8 @@ def make_env(
         env = GymnasiumEnv.from_id(env_id, episode_length)
         return env, env.default_params
     if backend == "envpool":
-        env = EnvPoolEnv(env_id, episode_length)
+        xla = env_id.startswith(ENVPOOL_XLA_PREFIX)
+        env = (EnvPoolXlaEnv if xla else EnvPoolEnv)(env_id, episode_length)
         return env, env.default_params
     if backend == "targetgym":
         import target_gym

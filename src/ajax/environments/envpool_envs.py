@@ -16,15 +16,15 @@ step. What Ajax keeps of EnvPool's contract, and what it changes:
 - channels-first image observations (Atari's 4 x 84 x 84 frame stacks) are given to the
   agents channels-last, as Ajax's image encoders read them.
 
-EnvPool's XLA interface (`env.xla()`) is not used: it has no reset, and its pool handle is
-fixed when the program is traced, while the seed comes from the run's keys
-(docs/environments.md#envpool).
+`envpool-xla:` ids step the same tasks through EnvPool's XLA interface instead, with the
+trade-offs `envpool_xla.py` states (docs/environments.md#envpool).
 """
 
 from __future__ import annotations
 
 import difflib
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -116,20 +116,32 @@ class EnvPoolPool:
         self.pools.clear()
 
 
-class EnvPoolEnv(HostEnv):
-    """An EnvPool task stepped on the host in C++ (see the module's docstring)."""
+@dataclass(frozen=True)
+class EnvPoolTask:
+    """What Ajax reads of an EnvPool task once, from a one-copy probe: its keywords and spaces."""
 
-    def __init__(self, env_id: str, episode_length: int | None = None):
+    task: str
+    settings: dict[str, Any]  # envpool.make's keywords (the time limit)
+    observation_space: Any  # Ajax's: channels last
+    action_space: Any  # Ajax's
+    acted: Any  # EnvPool's own action space: actions go back in its dtype
+    flip: bool  # channels first in EnvPool, last in Ajax
+    episode_length: int
+
+    @classmethod
+    def probe(cls, env_id: str, prefix: str, episode_length: int | None = None) -> EnvPoolTask:
         import envpool
 
-        task = env_id.removeprefix(PREFIX)
+        task = env_id.removeprefix(prefix)
         if task not in envpool.list_all_envs():
-            raise ValueError(unknown_envpool_message(task))
+            raise ValueError(unknown_envpool_message(task, prefix))
         settings = {"max_episode_steps": int(episode_length)} if episode_length is not None else {}
         with warnings.catch_warnings():  # Gymnasium's notes on float64 space bounds
             warnings.simplefilter("ignore", UserWarning)
             probe = envpool.make(task, env_type="gymnasium", num_envs=1, **settings)
             observed, acted = probe.observation_space, probe.action_space
+            length = int(probe.spec.config.max_episode_steps)
+            probe.close()
         flip = _channels_first(observed)
         observation_space = _space(observed, "observation")
         if not isinstance(observation_space, spaces.Box):
@@ -137,16 +149,21 @@ class EnvPoolEnv(HostEnv):
         if flip:
             c, h, w = observation_space.shape
             observation_space = spaces.Box(0, 255, (h, w, c), observation_space.dtype)
-        action_space = _space(acted, "action")
-        length = int(probe.spec.config.max_episode_steps)
-        pool = EnvPoolPool(task, settings, observation_space, acted, flip)
-        probe.close()
-        super().__init__(pool, observation_space, action_space, PREFIX + task, length)
+        return cls(task, settings, observation_space, _space(acted, "action"), acted, flip, length)
 
 
-def unknown_envpool_message(task: str) -> str:
+class EnvPoolEnv(HostEnv):
+    """An EnvPool task stepped on the host in C++ (see the module's docstring)."""
+
+    def __init__(self, env_id: str, episode_length: int | None = None):
+        spec = EnvPoolTask.probe(env_id, PREFIX, episode_length)
+        pool = EnvPoolPool(spec.task, spec.settings, spec.observation_space, spec.acted, spec.flip)
+        super().__init__(pool, spec.observation_space, spec.action_space, PREFIX + spec.task, spec.episode_length)
+
+
+def unknown_envpool_message(task: str, prefix: str = PREFIX) -> str:
     import envpool
 
     close = difflib.get_close_matches(task, envpool.list_all_envs(), n=5, cutoff=0.6)
-    hint = f" Closest EnvPool ids: {', '.join(PREFIX + c for c in close)}." if close else ""
-    return f"EnvPool has no task {task!r}.{hint} Ids are EnvPool's own after the prefix, e.g. 'envpool:Pong-v5'."
+    hint = f" Closest EnvPool ids: {', '.join(prefix + c for c in close)}." if close else ""
+    return f"EnvPool has no task {task!r}.{hint} Ids are EnvPool's own after the prefix, e.g. '{prefix}Pong-v5'."

@@ -57,18 +57,15 @@ class HostState:
     slot: jax.Array  # int32: the pool's env this copy steps
 
 
-def host_call(host_fn: Callable[..., Any], result: Callable[[tuple[int, ...]], Any], *args: jax.Array) -> Any:
-    """`host_fn(*args)` on the host, once for every copy of every vmap around the call.
-
-    `result(batch_shape)` gives the output's shapes for the leading shape of `args[0]`
-    beyond its unbatched rank; `host_fn` receives and returns arrays with those axes.
-    """
+def over_every_copy(body: Callable[..., Any], *args: jax.Array) -> Any:
+    """`body(batch_shape, *args)` traced once, with every vmap around the call as leading axes of
+    `args` (`batch_shape`: those of `args[0]` beyond its unbatched rank): one call for every copy
+    of every seed, where a vmap would make one per copy."""
     core_rank = jnp.ndim(args[0])
 
     @jax.custom_batching.custom_vmap
     def call(*args: jax.Array) -> Any:
-        batch_shape = tuple(jnp.shape(args[0])[: jnp.ndim(args[0]) - core_rank])
-        return jax.pure_callback(host_fn, result(batch_shape), *args)
+        return body(tuple(jnp.shape(args[0])[: jnp.ndim(args[0]) - core_rank]), *args)
 
     @call.def_vmap
     def batched(axis_size: int, in_batched: Sequence[bool], *args: jax.Array) -> tuple[Any, Any]:
@@ -80,6 +77,15 @@ def host_call(host_fn: Callable[..., Any], result: Callable[[tuple[int, ...]], A
         return out, jax.tree.map(lambda _: True, out)
 
     return call(*args)
+
+
+def host_call(host_fn: Callable[..., Any], result: Callable[[tuple[int, ...]], Any], *args: jax.Array) -> Any:
+    """`host_fn(*args)` on the host, once for every copy of every vmap around the call.
+
+    `result(batch_shape)` gives the output's shapes for the leading shape of `args[0]`
+    beyond its unbatched rank; `host_fn` receives and returns arrays with those axes.
+    """
+    return over_every_copy(lambda batch_shape, *args: jax.pure_callback(host_fn, result(batch_shape), *args), *args)
 
 
 def _space(space: Any, where: str) -> Any:

@@ -182,6 +182,7 @@ PACKAGES = {
 }
 GYMNASIUM_PREFIX = "gymnasium:"  # Gymnasium's own ids after it, stepped on the host (`host.py`)
 ENVPOOL_PREFIX = "envpool:"  # EnvPool's task ids after it, stepped on the host in C++ (`envpool_envs.py`)
+ENVPOOL_XLA_PREFIX = "envpool-xla:"  # the same, stepped through EnvPool's XLA interface (`envpool_xla.py`)
 BACKEND_IDS = {
     "brax": BRAX_IDS,
     "playground": PLAYGROUND_IDS,
@@ -204,7 +205,7 @@ def backend_of(env_id: str) -> str | None:
         return "gymnax"
     if env_id.startswith(GYMNASIUM_PREFIX):
         return "gymnasium"
-    if env_id.startswith(ENVPOOL_PREFIX):
+    if env_id.startswith((ENVPOOL_PREFIX, ENVPOOL_XLA_PREFIX)):
         return "envpool"
     return next((backend for backend, ids in BACKEND_IDS.items() if env_id in ids), None)
 
@@ -229,8 +230,8 @@ def unknown_env_message(env_id: str) -> str:
         f"TargetGym ids ({', '.join(TARGETGYM_IDS[:3])}, ...), Craftax ids ({CRAFTAX_IDS[0]}, ...), Navix ids "
         f"({NAVIX_IDS[8]}, ...) and Jumanji ids ({', '.join(JUMANJI_IDS[:3])}, ...), Gymnasium ids after "
         f"{GYMNASIUM_PREFIX!r} ({GYMNASIUM_PREFIX}Pendulum-v1, ...) and EnvPool ids after {ENVPOOL_PREFIX!r} "
-        f"({ENVPOOL_PREFIX}Pong-v5, ...); or pass a gymnax-style environment object "
-        "with its params, or a Gymnasium env."
+        f"({ENVPOOL_PREFIX}Pong-v5, ...; {ENVPOOL_XLA_PREFIX!r} for its XLA interface); or pass a gymnax-style "
+        "environment object with its params, or a Gymnasium env."
     )
 
 
