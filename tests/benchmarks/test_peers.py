@@ -1,0 +1,41 @@
+"""benchmarks/peers.py: one command builds each peer's own virtual environment at the pinned
+versions and hands its Python to the side-by-side benchmark of that peer (run here dry)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "peers.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("peers", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["peers"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+peers = _load()
+
+
+def test_a_dry_run_builds_each_peer_at_its_pins_and_runs_its_benchmark_with_that_python(tmp_path, capsys):
+    assert peers.main(["--venvs", str(tmp_path), "--dry-run", "--rejax-runs", "ppo", "--rounds", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rejax, sbx = tmp_path / "rejax" / "bin" / "python", tmp_path / "sbx" / "bin" / "python"
+    assert f"-m venv {tmp_path / 'rejax'}" in lines[0] and f"-m venv {tmp_path / 'sbx'}" in lines[2]
+    assert lines[1].endswith("pip install --quiet rejax==0.1.3 jax==0.10.2 gymnax==0.0.9")
+    assert "sbx-rl==0.28.0" in lines[3]
+    assert lines[4].endswith(f"peer_speed.py --rejax-python {rejax} --only ppo --rounds 2")
+    assert lines[5].endswith(f"gymnasium_peers.py --sbx-python {sbx} --runs ppo-cartpole sac-pendulum")
+    assert not (tmp_path / "rejax").exists()  # nothing ran
+
+
+def test_an_existing_environment_is_reused_and_a_peer_without_runs_is_skipped(tmp_path, capsys):
+    (tmp_path / "rejax" / "bin").mkdir(parents=True)
+    (tmp_path / "rejax" / "bin" / "python").touch()
+    peers.main(["--venvs", str(tmp_path), "--dry-run", "--sbx-runs"])
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and "peer_speed.py" in lines[0]
