@@ -314,6 +314,16 @@ CHECKS = (
         lambda: minatar_pqn(MINATAR_BUDGET),
         published=131.0,
     ),
+    # The same at purejaxql's own budget (TOTAL_TIMESTEPS 1e7), gymnax-blines' PPO budget too.
+    Check("PQN", "Breakout-MinAtar", 10_000_000, "purejaxql, 10M", lambda: minatar_pqn(10_000_000), published=28.0),
+    Check(
+        "PQN",
+        "SpaceInvaders-MinAtar",
+        10_000_000,
+        "purejaxql, 10M",
+        lambda: minatar_pqn(10_000_000),
+        published=131.0,
+    ),
     # What an action mask is worth: Jumanji's Knapsack ends an episode on an invalid pick (an item
     # packed already or too heavy), so an agent without the mask must learn to avoid them.
     Check("PPO", "Knapsack-v1", KNAPSACK_BUDGET, "16 x 64, masked", lambda: KNAPSACK_PPO),
