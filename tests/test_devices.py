@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -71,3 +72,18 @@ def test_two_processes_train_the_union_of_the_seeds_as_one_process_does(tmp_path
     state, _ = agent().train(seed=[0, 1, 2, 3], n_timesteps=BUDGET)
     spread = np.load(out)
     same([spread[f"arr_{index}"] for index in range(len(spread.files))], jax.tree.leaves(state.actor_state.params))
+
+
+def test_a_run_once_program_gives_the_optimised_programs_values_to_float32_rounding():
+    """The initial state compiles without LLVM's optimisations on a CPU: its values may move in
+    the last bit (erf_inv in the initialisers), never more, and are the same on every call."""
+    from ajax.devices import jit_run_once
+
+    def initial(key: jax.Array) -> jax.Array:
+        weights = jax.nn.initializers.variance_scaling(1.0, "fan_avg", "truncated_normal")(key, (64, 32))
+        return jnp.tanh(jax.random.normal(key, (8, 64)) @ weights)
+
+    key = jax.random.PRNGKey(3)
+    once = np.asarray(jit_run_once(initial)(key))
+    np.testing.assert_allclose(once, np.asarray(jax.jit(initial)(key)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(once, np.asarray(jit_run_once(initial)(key)))

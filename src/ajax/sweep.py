@@ -42,7 +42,7 @@ from ajax.agents.base import (
 )
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
-from ajax.devices import Placement
+from ajax.devices import Placement, jit_run_once
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import write_rows
 from ajax.state import SEED_AXIS, BaseAgentState
@@ -286,7 +286,7 @@ def sweep(
     if initial_state is None:
         keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
         keys = placement.spread(jnp.repeat(keys[None], len(runs), 0))
-        initial_state = jax.jit(placement.program(program.fresh))(values, keys)
+        initial_state = jit_run_once(placement.program(program.fresh))(values, keys)
     else:
         _check_resumed(initial_state, len(runs), len(seeds))
         initial_state = placement.spread(strongly_typed(initial_state))

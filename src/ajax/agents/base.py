@@ -22,7 +22,7 @@ from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.agents.updates_owed import check_gradient_steps
 from ajax.checks import is_count, require_counts
-from ajax.devices import ONE_DEVICE, Placement
+from ajax.devices import ONE_DEVICE, Placement, jit_run_once
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
@@ -761,7 +761,7 @@ class ActorCritic:
         cache_key = ("fresh", run.total_timesteps, placement.mesh)
         if cache_key not in self._programs:
             fresh = jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS)
-            self._programs[cache_key] = jax.jit(placement.program(fresh))
+            self._programs[cache_key] = jit_run_once(placement.program(fresh))
         return self._programs[cache_key]
 
     def _skeleton(self, one_seed: Callable, run: RunSettings, n_seeds: int) -> BaseAgentState:
