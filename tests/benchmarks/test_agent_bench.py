@@ -7,25 +7,13 @@ on 2 cores; everything else reads hand-written JSONL files.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from tests.benchmark_scripts import load_benchmark
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "agent_bench.py"
-
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("agent_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["agent_bench"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_benchmark("agent_bench")
 
 ROW_FIELDS = {
     "commit",

@@ -8,27 +8,13 @@ before the per-seed curve was kept and one written after.
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
+from tests.benchmark_scripts import BENCHMARKS, load_benchmark
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-intervals = _load("intervals")
-checks = _load("learning_checks")
+intervals = load_benchmark("intervals")
+checks = load_benchmark("learning_checks")
 
 # A row as benchmarks/learning_checks.jsonl held it before the per-seed curve was kept.
 OLD_ROW = {

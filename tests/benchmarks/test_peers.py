@@ -3,22 +3,9 @@ versions and hands its Python to the side-by-side benchmark of that peer (run he
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from tests.benchmark_scripts import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "peers.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("peers", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["peers"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-peers = _load()
+peers = load_benchmark("peers")
 
 
 def test_a_dry_run_builds_each_peer_at_its_pins_and_runs_its_benchmark_with_that_python(tmp_path, capsys):
