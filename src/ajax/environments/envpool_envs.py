@@ -127,6 +127,7 @@ class EnvPoolTask:
     acted: Any  # EnvPool's own action space: actions go back in its dtype
     flip: bool  # channels first in EnvPool, last in Ajax
     episode_length: int
+    wide: tuple[str, ...]  # the action and state arrays EnvPool passes that hold 64-bit numbers
 
     @classmethod
     def probe(cls, env_id: str, prefix: str, episode_length: int | None = None) -> EnvPoolTask:
@@ -141,7 +142,9 @@ class EnvPoolTask:
             probe = envpool.make(task, env_type="gymnasium", num_envs=1, **settings)
             observed, acted = probe.observation_space, probe.action_space
             length = int(probe.spec.config.max_episode_steps)
+            arrays = {**probe.spec.action_array_spec, **probe.spec.state_array_spec}
             probe.close()
+        wide = tuple(name for name, array in arrays.items() if np.dtype(array.dtype).itemsize == 8)
         flip = _channels_first(observed)
         observation_space = _space(observed, "observation")
         if not isinstance(observation_space, spaces.Box):
@@ -149,7 +152,7 @@ class EnvPoolTask:
         if flip:
             c, h, w = observation_space.shape
             observation_space = spaces.Box(0, 255, (h, w, c), observation_space.dtype)
-        return cls(task, settings, observation_space, _space(acted, "action"), acted, flip, length)
+        return cls(task, settings, observation_space, _space(acted, "action"), acted, flip, length, wide)
 
 
 class EnvPoolEnv(HostEnv):

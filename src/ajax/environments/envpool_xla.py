@@ -130,27 +130,14 @@ class XlaPools:
         return sum(pool.calls for pool in self.pools.values())
 
 
-def wide_arrays(spec: EnvPoolTask) -> list[str]:
-    """The task's action and state arrays, which its custom calls pass, that hold 64-bit numbers."""
-    import envpool
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        probe = envpool.make(spec.task, env_type="gymnasium", num_envs=1, **spec.settings)
-        arrays = {**probe.spec.action_array_spec, **probe.spec.state_array_spec}
-        probe.close()
-    return [name for name, array in arrays.items() if np.dtype(array.dtype).itemsize == 8]
-
-
 class EnvPoolXlaEnv(HostEnv):
     """An EnvPool task stepped through EnvPool's XLA interface (see the module's docstring)."""
 
     def __init__(self, env_id: str, episode_length: int | None = None, seed: int = 0):
         spec = EnvPoolTask.probe(env_id, ENVPOOL_XLA_PREFIX, episode_length)
-        wide = wide_arrays(spec)
-        if wide:
+        if spec.wide:
             raise ValueError(
-                f"EnvPool's {spec.task!r} passes 64-bit numbers through its XLA interface ({', '.join(wide)}), "
+                f"EnvPool's {spec.task!r} passes 64-bit numbers through its XLA interface ({', '.join(spec.wide)}), "
                 "which JAX holds only under jax_enable_x64, and Ajax's programs are 32-bit. Use "
                 f"'{ENVPOOL_PREFIX}{spec.task}', stepped on the host."
             )
