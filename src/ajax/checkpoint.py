@@ -14,7 +14,9 @@ naming the path and the reason, before it parses any array. It then puts the sav
 structure (`agent.train(seed=seeds, n_timesteps=0)` returns one), checking every field by
 name: a field the checkpoint holds but the class no longer has restores only if the class
 lists it in `removed_fields`; a field the class gained restores as NaN only if it is listed
-in `added_fields`. Any other mismatch, of a field, a shape or a dtype, fails with the
+in `added_fields`. A replay's arrays keep the capacity they were saved with (a skeleton's
+is allocated for its own call's horizon; `train` grows or keeps a restored one). Any other
+mismatch, of a field, a shape or a dtype, fails with the
 field's path, before anything is trained on a wrong state; given the agent, the message
 first names each setting it was built with differently from the saving agent (n_envs, a
 layer size, memory), the likely cause.
@@ -34,6 +36,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import serialization
+
+from ajax.buffers.growth import capacity_axis, is_replay
 
 if TYPE_CHECKING:
     from ajax.agents.base import ActorCritic
@@ -272,6 +276,8 @@ def _same_keys(expected: set, saved: Any, where: str) -> None:
 def _leaf(template: Any, saved: Any, where: str) -> np.ndarray:
     expected = np.asarray(template)
     value = np.asarray(saved)
+    if value.dtype == expected.dtype and is_replay(where) and capacity_axis(value.shape, expected.shape) is not None:
+        return value  # a replay allocated for another horizon: `train` keeps or grows it (`ajax.buffers.growth`)
     if value.shape != expected.shape or value.dtype != expected.dtype:
         raise ValueError(
             f"Checkpoint field {where} is {value.dtype}{list(value.shape)}, the skeleton's "

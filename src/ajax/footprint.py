@@ -3,7 +3,9 @@
 A run's state is one pytree whose size is known from its shapes alone (`jax.eval_shape`):
 the replay buffers dominate it, times the seeds. A run that cannot fit is refused with the
 figure and the fields that take the most, instead of being killed by the operating system
-midway with no word from Ajax (a million-row DreamerV3 replay is 2.6 GB a seed).
+midway with no word from Ajax (a million-row DreamerV3 replay is 2.6 GB a seed). A replay is
+allocated for what its run's horizon writes (`ActorCritic.replay_capacity`), so the figure is
+that of the run asked for, not of buffer_size.
 """
 
 from __future__ import annotations
@@ -63,6 +65,6 @@ def check_fits(skeleton: Any, agent: str, n_seeds: int, available: int | None = 
     raise MemoryError(
         f"{agent}'s state for {n_seeds} seed(s) would take {gigabytes(total)}, more than the "
         f"{gigabytes(int(HEADROOM * available))} this run may use ({HEADROOM:.0%} of the {gigabytes(available)} "
-        f"available). The largest arrays: {largest}. Lower buffer_size (a replay larger than the run's budget "
-        "never fills) or train fewer seeds at once."
+        f"available). The largest arrays: {largest}. Lower buffer_size (a replay takes the transitions the "
+        "run's horizon writes, at most buffer_size) or train fewer seeds at once."
     )

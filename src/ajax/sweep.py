@@ -289,6 +289,15 @@ def sweep(
         initial_state = jit_run_once(placement.program(program.fresh))(values, keys)
     else:
         _check_resumed(initial_state, len(runs), len(seeds))
+
+        def skeleton_at(run: RunSettings) -> BaseAgentState:
+            keys = jax.ShapeDtypeStruct((len(runs), len(seeds), 2), jnp.uint32)
+            fresh = SweepProgram.build(agents, dataclasses.replace(run, record=False)).fresh
+            return jax.eval_shape(fresh, program.values, keys)
+
+        n_runs = len(runs) * len(seeds)
+        run, initial_state = agents[0].fit_replay(initial_state, run, start, skeleton_at, n_runs)
+        program = SweepProgram.build(agents, dataclasses.replace(run, record=False))
         initial_state = placement.spread(strongly_typed(initial_state))
     keys = placement.spread(jnp.zeros((len(runs), len(seeds), 2), jnp.uint32))
     with warnings.catch_warnings():

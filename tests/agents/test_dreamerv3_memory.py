@@ -24,9 +24,9 @@ import resource
 from ajax import DreamerV3
 from ajax.footprint import leaf_bytes
 agent = DreamerV3("CartPole-v1", model_size="1m", batch_size=4, batch_length=16, train_ratio=8, buffer_size={rows})
-state, _ = agent.train(seed=0, n_timesteps=200)
+state, _ = agent.train(seed=0, n_timesteps=200, total_timesteps={rows})
 if {continued}:
-    state, _ = agent.train(initial_state=state, n_timesteps=200)
+    state, _ = agent.train(initial_state=state, n_timesteps=200, total_timesteps={rows})
 print(sum(size for _, size in leaf_bytes(state)), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 """
 

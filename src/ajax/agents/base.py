@@ -21,6 +21,7 @@ import numpy as np
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.agents.updates_owed import check_gradient_steps
+from ajax.buffers.growth import grown, held_capacity
 from ajax.checks import is_count, require_counts
 from ajax.devices import ONE_DEVICE, Placement, jit_run_once
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
@@ -136,6 +137,10 @@ REPLAY_SCHEDULE = keywords(
     ),
 )
 
+
+# The fewest transitions a replay is allocated for a run that puts fewer in it: runs shorter
+# than this share one replay shape, and no replay falls below a batch or a sequence window.
+REPLAY_FLOOR = 2**14
 
 # The discount, for the agents that discount.
 DISCOUNT = number(0.99, "(0, 1]", sweep=True, doc="the discount")
@@ -593,7 +598,48 @@ class ActorCritic:
     def static_settings(self, run: RunSettings) -> dict[str, Any]:
         """Every static setting the agent's make_train takes for `run`: its own, and the extensions
         bound to the run's horizon (a sweep traces the numbers among them, `ajax.sweep`)."""
-        return {**self.train_kwargs(), "extensions": self.extensions.with_horizon(run.total_timesteps)}
+        return {
+            **self.train_kwargs(),
+            "agent_config": self.run_config(run),
+            "extensions": self.extensions.with_horizon(run.total_timesteps),
+        }
+
+    # The replay, allocated for what the run can put in it -------------------------------
+    def replay_size(self) -> int | None:
+        """The transitions the replay holds (buffer_size); None for an agent without a replay of
+        transitions (UDRL's keeps whole episodes, a dataset agent's is its dataset)."""
+        size = self.settings.get("buffer_size")
+        return None if size is None else int(size)
+
+    def replay_rows(self, timestep: int) -> int:
+        """The transitions written to the replay by `timestep`: one per env step."""
+        return int(timestep)
+
+    def replay_capacity(self, horizon: int) -> int | None:
+        """The transitions the replay is allocated for a run to `horizon`; None: all of buffer_size.
+
+        A ring that a run never fills behaves as any larger one (it samples among the rows
+        written), so a run shorter than buffer_size allocates only what it writes and one row
+        more, never full (at least `REPLAY_FLOOR`), and a continued run grows it in place
+        (`ajax.buffers.growth`): the results are those of the full buffer_size, the memory not.
+        """
+        size = self.replay_size()
+        if size is None:
+            return None
+        n_envs = int(self.env_args.n_envs)
+        last_step = self.rollout_steps() or n_envs  # the loop's last step may start at the horizon
+        floor = max(REPLAY_FLOOR, int(self.settings.get("batch_size", 1)), 256 * n_envs)
+        rows = max(self.replay_rows(horizon) + last_step + 1, floor)
+        rows = -(-rows // n_envs) * n_envs
+        return rows if rows < size else None
+
+    def with_replay(self, capacity: int) -> Any:
+        """The agent's config with a replay of `capacity` transitions."""
+        return dataclasses.replace(self.agent_config, buffer_size=capacity)
+
+    def run_config(self, run: RunSettings) -> Any:
+        """The agent's config for `run`: its replay as `run` allocates it."""
+        return self.agent_config if run.replay_capacity is None else self.with_replay(run.replay_capacity)
 
     def get_make_train(self) -> Callable[..., Callable]:
         """make_train bound to the agent's settings for the run it is given."""
@@ -666,6 +712,7 @@ class ActorCritic:
             num_episode_test=num_episode_test,
             log_frequency=None if logging_config is None else int(logging_config.log_frequency),
             record=logging_config is not None and logging_config.has_backend,
+            replay_capacity=self.replay_capacity(horizon),
         )
         return run, logging_config
 
@@ -707,6 +754,8 @@ class ActorCritic:
         # then fed from the evaluations the program returns.
         live = placement.mesh is None
         run = run if live else dataclasses.replace(run, record=False)
+        if initial_state is not None:
+            run, initial_state = self.fit_replay(initial_state, run, start, self._skeleton_at(n_seeds), n_seeds)
         one_seed = self.get_make_train()(run=run)  # cheap: closures only, nothing traced yet
         if initial_state is None:
             check_fits(self._skeleton(one_seed, run, n_seeds), self.name, n_seeds)  # before allocating it
@@ -756,9 +805,45 @@ class ActorCritic:
         metrics = jax.jit(jax.vmap(one_seed.evaluate, axis_name=SEED_AXIS))(state, keys)
         return {name: np.asarray(values) for name, values in metrics.items()}
 
+    def fit_replay(
+        self,
+        state: BaseAgentState,
+        run: RunSettings,
+        start: int,
+        skeleton_at: Callable[[RunSettings], BaseAgentState],
+        n_runs: int,
+    ) -> tuple[RunSettings, BaseAgentState]:
+        """The run settings and state that continue `state` (at timestep `start`, `n_runs` runs,
+        `skeleton_at(run)` the shapes of a fresh state for `run`): its replay kept where it holds
+        at least what `run` allocates, grown in place where it holds less and has never filled."""
+        size = self.replay_size()
+        if size is None:
+            return run, state
+        target = run.replay_capacity or size
+        skeleton = skeleton_at(run)
+        held = held_capacity(state, skeleton, target)
+        if held is None or held > size:  # alike, or not this agent's: `state_mismatch` names it
+            return run, state
+        at_held = dataclasses.replace(run, replay_capacity=None if held == size else held)
+        if held > target:  # allocated by an earlier call for a later horizon
+            return at_held, state
+        if state_mismatch(state, skeleton_at(at_held)) is not None:
+            return run, state  # something else differs too: `state_mismatch` names it
+        if self.replay_rows(start) >= held:
+            raise ValueError(
+                f"initial_state's replay holds {held} transitions and has filled them by timestep {start}; this "
+                f"{self.name} (buffer_size={size}) would run it with {target}, which no longer equals one call. "
+                f"Build the agent with buffer_size={held}, as the one that made the state was."
+            )
+        check_fits(skeleton, self.name, n_runs)  # the grown replay, beside the state it is copied from
+        return run, grown(state, skeleton)
+
+    def _skeleton_at(self, n_seeds: int) -> Callable[[RunSettings], BaseAgentState]:
+        return lambda run: self._skeleton(self.get_make_train()(run=run), run, n_seeds)
+
     def _fresh_program(self, one_seed: Callable, run: RunSettings, placement: Placement = ONE_DEVICE) -> Callable:
         """The jitted, seed-vmapped initial state (with the extensions' init and pretrain folds)."""
-        cache_key = ("fresh", run.total_timesteps, placement.mesh)
+        cache_key = ("fresh", run.total_timesteps, run.replay_capacity, placement.mesh)
         if cache_key not in self._programs:
             fresh = jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS)
             self._programs[cache_key] = jit_run_once(placement.program(fresh))
@@ -766,7 +851,7 @@ class ActorCritic:
 
     def _skeleton(self, one_seed: Callable, run: RunSettings, n_seeds: int) -> BaseAgentState:
         """The shapes and dtypes of this agent's fresh state for `n_seeds` seeds, traced once."""
-        cache_key = ("skeleton", n_seeds)
+        cache_key = ("skeleton", n_seeds, run.replay_capacity)
         if cache_key not in self._programs:
             keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)
             self._programs[cache_key] = self._fresh_program(one_seed, run).eval_shape(keys)

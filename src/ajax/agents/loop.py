@@ -191,6 +191,8 @@ class RunSettings:
     """What one `train` call covers: its timesteps, the run's horizon, its evaluations.
 
     `record`: a logging backend is on, so each evaluation is also handed to the host.
+    `replay_capacity`: the transitions a replay left at its default size holds in this run
+    (`ActorCritic.replay_capacity`); None where the agent's own `buffer_size` stands.
     """
 
     start_timestep: int
@@ -199,6 +201,7 @@ class RunSettings:
     num_episode_test: int = 10
     log_frequency: int | None = None
     record: bool = False
+    replay_capacity: int | None = None
 
 
 @dataclass(frozen=True)
@@ -375,7 +378,7 @@ class TrainLoop:
                 return carry.replace(state=state)
 
             train = build_resumable_train(self.fresh_state(init), iteration, num_iterations)
-            train.cache_key = (self.run.total_timesteps,)
+            train.cache_key = (self.run.total_timesteps, self.run.replay_capacity)
             train.n_iterations, train.n_rows = num_iterations, None
             train.fresh_state = self.fresh_state(init)
             train.evaluate = self.evaluate
@@ -432,7 +435,14 @@ class TrainLoop:
             run = build_resumable_train(lambda _: state, iteration, num_iterations, lambda: rows_for(state, count))
             return run(key, None, n_iterations)
 
-        train.cache_key = (self.run.total_timesteps, log_frequency, self.run.num_episode_test, self.run.record)
+        settings = self.run
+        train.cache_key = (
+            settings.total_timesteps,
+            settings.replay_capacity,
+            log_frequency,
+            settings.num_episode_test,
+            settings.record,
+        )
         train.n_iterations, train.n_rows = num_iterations, call_slots
         train.fresh_state = fresh_state
         train.evaluate = self.evaluate

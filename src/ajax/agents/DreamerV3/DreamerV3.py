@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -118,6 +119,10 @@ class DreamerV3(ActorCritic):
             free_nats=float(s.free_nats),
             scales=LossScales(representation=float(s.representation_scale)),
         )
+
+    def with_replay(self, capacity: int) -> DreamerV3Config:
+        """Each env copy's ring takes its share of the `capacity` rows."""
+        return dataclasses.replace(self.agent_config, capacity=capacity // self.env_args.n_envs)
 
     def _behind_encoder(self, encoder: Any, normalize_observations: bool, masked: bool) -> NetworkConfig:
         """Each array of the observation keeps its shape from here on, images as uint8 in replay:

@@ -145,3 +145,7 @@ class SAC(ActorCritic):
         )
         if sequences is None:
             ReplayBuffer(self.agent_config.buffer_size, s.batch_size)  # rejects a buffer smaller than a batch
+
+    def replay_rows(self, timestep: int) -> int:
+        """The expert's steps fill the replay before the run's first, uncounted in its timesteps."""
+        return int(timestep) + self.agent_config.expert_buffer_n_steps

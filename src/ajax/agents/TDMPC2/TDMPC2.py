@@ -138,6 +138,9 @@ class TDMPC2(ActorCritic):
         seed_steps = self.agent_config.seed_steps
         return "seed_steps", seed_steps, seed_steps
 
+    def with_replay(self, capacity: int) -> TDMPC2Config:
+        return dataclasses.replace(self.agent_config, capacity=capacity)
+
     def _replay(self, s: Settings) -> tuple[int, int | None]:
         """The replay's size and the uniform steps before the first updates (None: the env's default)."""
         return s.buffer_size, s.seed_steps

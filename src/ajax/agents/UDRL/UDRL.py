@@ -72,3 +72,8 @@ class UDRL(ActorCritic):
             return_scale=s.return_scale,
             horizon_scale=s.horizon_scale,
         )
+
+    def replay_size(self) -> None:
+        """UDRL's buffer keeps whole episodes, each slot the env's longest: a slot count, not a
+        count of transitions to allocate for the run's horizon."""
+        return None

@@ -1,0 +1,83 @@
+"""A replay that grows in place when a run is continued past the horizon it was sized for.
+
+A replay left at its default size holds what its run's horizon can put in it (`ActorCritic.
+replay_capacity`), so a continued run with a later horizon needs a larger one. Every replay
+kind here (flashbax's item and trajectory buffers, DreamerV3's rows) is a ring of arrays
+with one capacity axis, written from slot 0 on, and samples only among the rows written
+while it has not wrapped: appending empty slots to a ring that has never been full changes
+no write, no sample and no value, so the continued run equals one call to the later horizon.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# Where a state keeps its replays: the collector's buffer, and DAgger's aggregate dataset.
+REPLAY_FIELDS = ("collector_state.buffer_state", "dataset")
+
+
+def is_replay(path: str) -> bool:
+    """Whether the leaf at `path` (dotted, as `jax.tree_util.keystr(..., simple=True, separator=".")`
+    writes it, or a checkpoint's field with its class in front) belongs to a replay."""
+    parts = path.split(".")
+    return any(
+        parts[i : i + len(field.split("."))] == field.split(".") for field in REPLAY_FIELDS for i in range(len(parts))
+    )
+
+
+def capacity_axis(shape: tuple[int, ...], other: tuple[int, ...]) -> int | None:
+    """The one axis on which two shapes of a replay leaf differ (its capacity), or None."""
+    if len(shape) != len(other):
+        return None
+    differing = [axis for axis, (a, b) in enumerate(zip(shape, other, strict=True)) if a != b]
+    return differing[0] if len(differing) == 1 else None
+
+
+def _paths(tree: Any) -> dict[str, Any]:
+    keystr = jax.tree_util.keystr
+    return {keystr(path, simple=True, separator="."): leaf for path, leaf in jax.tree.leaves_with_path(tree)}
+
+
+def _capacity_axes(state: Any, skeleton: Any) -> dict[str, int]:
+    """Each replay leaf of `state` whose capacity differs from `skeleton`'s, with that axis.
+
+    Leaves are matched by path: two runs' states differ in their static parts (each program's
+    own functions), not in their paths."""
+    theirs, ours = _paths(state), _paths(skeleton)
+    axes = {}
+    for path in theirs.keys() & ours.keys():
+        if is_replay(path):
+            axis = capacity_axis(tuple(np.shape(theirs[path])), tuple(ours[path].shape))
+            if axis is not None:
+                axes[path] = axis
+    return axes
+
+
+def held_capacity(state: Any, skeleton: Any, capacity: int) -> int | None:
+    """The capacity, in the units of `capacity`, of the replay `state` holds, where `skeleton`'s
+    holds `capacity`; None when the two replays are alike."""
+    axes = _capacity_axes(state, skeleton)
+    if not axes:
+        return None
+    path, axis = min(axes.items())
+    return capacity * np.shape(_paths(state)[path])[axis] // _paths(skeleton)[path].shape[axis]
+
+
+def grown(state: Any, skeleton: Any) -> Any:
+    """`state` with each replay array padded with empty slots to `skeleton`'s capacity."""
+    axes, ours = _capacity_axes(state, skeleton), _paths(skeleton)
+
+    def pad(path: Any, given: Any) -> Any:
+        name = jax.tree_util.keystr(path, simple=True, separator=".")
+        if name not in axes:
+            return given
+        axis, target = axes[name], ours[name].shape
+        widths = [(0, 0)] * len(target)
+        widths[axis] = (0, target[axis] - np.shape(given)[axis])
+        return jnp.pad(given, widths)
+
+    return jax.tree_util.tree_map_with_path(pad, state)
