@@ -13,9 +13,9 @@ imagination, the actor, critic and replayed-value losses, the latents written ba
 on a sixteenth of the default batch of 16 x 64. Updates start at 128 rows, then one per 8
 rows: 985 in the 8,000 steps (the defaults would make 187, from row 2,048; a ratio of 32
 made 3,937 and a trial about 6 minutes). Its buffer
-holds 4,000 rows, 1,000 per env copy, so the rings wrap within the run; the default
-million rows would allocate 2.6 GB (each row keeps its 2,560-byte latent) and time a
-memset. TDMPC2 runs model size 1 narrowed to 64-unit layers and a 64-unit latent, and a
+holds 4,000 rows, 1,000 per env copy, so the rings wrap within the run; at the default
+size the replay would be allocated for the run's rows alone (16,384, the floor) and never
+wrap. TDMPC2 runs model size 1 narrowed to 64-unit layers and a 64-unit latent, and a
 planner of 64 sequences (4 from the policy prior, 8 elites) at the reference's horizon (3)
 and iterations (6), on Pendulum: 1,000 uniform steps, a burst of 1,000 updates on the seed
 data, then it plans at every step of every copy and makes one update (256 windows) per env
