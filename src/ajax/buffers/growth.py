@@ -1,11 +1,12 @@
-"""A replay that grows in place when a run is continued past the horizon it was sized for.
+"""A replay that grows in place when a run is continued past the horizon it was allocated for.
 
-A replay left at its default size holds what its run's horizon can put in it (`ActorCritic.
-replay_capacity`), so a continued run with a later horizon needs a larger one. Every replay
-kind here (flashbax's item and trajectory buffers, DreamerV3's rows) is a ring of arrays
-with one capacity axis, written from slot 0 on, and samples only among the rows written
-while it has not wrapped: appending empty slots to a ring that has never been full changes
-no write, no sample and no value, so the continued run equals one call to the later horizon.
+A replay is allocated for what its run's horizon writes, at most `buffer_size`
+(`ActorCritic.replay_capacity`), so a run continued to a later horizon needs a larger one.
+Every replay kind here (flashbax's item and trajectory buffers, DreamerV3's rows, DAgger's
+dataset) is a ring of arrays with one capacity axis, written from slot 0 on, that samples
+only among the rows written while it has not wrapped: appending empty slots to a ring that
+has never been full changes no write, no sample and no value, so the continued run equals
+the one with the whole `buffer_size` allocated.
 """
 
 from __future__ import annotations
