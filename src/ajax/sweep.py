@@ -42,7 +42,7 @@ from ajax.agents.base import (
 )
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
-from ajax.devices import Placement, jit_run_once
+from ajax.devices import Placement, jit_run, jit_run_once
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import write_rows
 from ajax.state import SEED_AXIS, BaseAgentState
@@ -302,7 +302,7 @@ def sweep(
     keys = placement.spread(jnp.zeros((len(runs), len(seeds), 2), jnp.uint32))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Some donated buffers were not usable")
-        state, rows = jax.jit(placement.program(program.run), donate_argnums=(2,))(values, keys, initial_state)
+        state, rows = jit_run(placement.program(program.run), donate_argnums=(2,))(values, keys, initial_state)
         state, rows = placement.gather(jax.block_until_ready((state, rows)))
     names = [f"configuration {k} ({_describe(config)}) seed {s}" for k, config in enumerate(runs) for s in seeds]
     flat = jax.tree.map(lambda leaf: jnp.reshape(leaf, (-1, *leaf.shape[2:])), state.nonfinite)

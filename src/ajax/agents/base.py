@@ -23,7 +23,7 @@ from ajax.agents.loop import RunSettings
 from ajax.agents.updates_owed import check_gradient_steps
 from ajax.buffers.growth import grown, held_capacity
 from ajax.checks import is_count, require_counts
-from ajax.devices import ONE_DEVICE, Placement, jit_run_once
+from ajax.devices import ONE_DEVICE, Placement, jit_run, jit_run_once
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
@@ -866,5 +866,5 @@ class ActorCritic:
             def resume(keys: jax.Array, iterations: jax.Array, state: BaseAgentState) -> tuple[BaseAgentState, Any]:
                 return run_seeds(one_seed, keys, state, iterations)
 
-            self._programs[cache_key] = jax.jit(placement.program(resume), donate_argnums=(2,))
+            self._programs[cache_key] = jit_run(placement.program(resume), donate_argnums=(2,))
         return self._programs[cache_key]
