@@ -21,7 +21,7 @@ import numpy as np
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.agents.updates_owed import check_gradient_steps
-from ajax.buffers.growth import grown, held_capacity
+from ajax.buffers.growth import grown, held_capacity, leaves_by_path
 from ajax.checks import is_count, require_counts
 from ajax.devices import ONE_DEVICE, Placement, jit_run, jit_run_once
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
@@ -274,11 +274,6 @@ def _part(path: str) -> tuple[int, str]:
     return next((rank, meaning) for rank, (prefix, meaning) in enumerate(_STATE_PARTS) if path.startswith(prefix))
 
 
-def _leaves_by_path(tree: Any) -> dict[str, Any]:
-    keystr = jax.tree_util.keystr
-    return {keystr(path, simple=True, separator="."): leaf for path, leaf in jax.tree.leaves_with_path(tree)}
-
-
 def state_mismatch(state: Any, skeleton: Any) -> str | None:
     """What differs between a state handed to `train` and the one this agent builds, or None.
 
@@ -290,7 +285,7 @@ def state_mismatch(state: Any, skeleton: Any) -> str | None:
     n_state, n_skeleton = (jax.tree.leaves(tree.rng)[0].shape[0] for tree in (state, skeleton))
     if n_state != n_skeleton:
         return f"it holds {n_state} seeds, and seed= names {n_skeleton}"
-    theirs, ours = _leaves_by_path(state), _leaves_by_path(skeleton)
+    theirs, ours = leaves_by_path(state), leaves_by_path(skeleton)
     problems = [
         f"{path} is {'only in' if path in theirs else 'missing from'} initial_state" for path in set(theirs) ^ set(ours)
     ]

@@ -191,8 +191,9 @@ class RunSettings:
     """What one `train` call covers: its timesteps, the run's horizon, its evaluations.
 
     `record`: a logging backend is on, so each evaluation is also handed to the host.
-    `replay_capacity`: the transitions a replay left at its default size holds in this run
-    (`ActorCritic.replay_capacity`); None where the agent's own `buffer_size` stands.
+    `replay_capacity`: the transitions the replay is allocated in this run, fewer than its
+    `buffer_size` where the horizon writes fewer (`ActorCritic.replay_capacity`); None where
+    the whole `buffer_size` is.
     """
 
     start_timestep: int

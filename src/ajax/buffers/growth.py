@@ -38,23 +38,26 @@ def capacity_axis(shape: tuple[int, ...], other: tuple[int, ...]) -> int | None:
     return differing[0] if len(differing) == 1 else None
 
 
-def _paths(tree: Any) -> dict[str, Any]:
+def leaves_by_path(tree: Any) -> dict[str, Any]:
+    """Every leaf of `tree` by its dotted path, as `is_replay` and a mismatch's message read it."""
     keystr = jax.tree_util.keystr
     return {keystr(path, simple=True, separator="."): leaf for path, leaf in jax.tree.leaves_with_path(tree)}
 
 
-def _capacity_axes(state: Any, skeleton: Any) -> dict[str, int]:
-    """Each replay leaf of `state` whose capacity differs from `skeleton`'s, with that axis.
+def _capacity_axes(state: Any, skeleton: Any) -> dict[str, tuple[int, int, int]]:
+    """Each replay leaf of `state` whose capacity differs from `skeleton`'s: that axis, and its
+    length in `state` and in `skeleton`.
 
     Leaves are matched by path: two runs' states differ in their static parts (each program's
     own functions), not in their paths."""
-    theirs, ours = _paths(state), _paths(skeleton)
+    theirs, ours = leaves_by_path(state), leaves_by_path(skeleton)
     axes = {}
     for path in theirs.keys() & ours.keys():
         if is_replay(path):
-            axis = capacity_axis(tuple(np.shape(theirs[path])), tuple(ours[path].shape))
+            held, wanted = tuple(np.shape(theirs[path])), tuple(ours[path].shape)
+            axis = capacity_axis(held, wanted)
             if axis is not None:
-                axes[path] = axis
+                axes[path] = (axis, held[axis], wanted[axis])
     return axes
 
 
@@ -64,21 +67,21 @@ def held_capacity(state: Any, skeleton: Any, capacity: int) -> int | None:
     axes = _capacity_axes(state, skeleton)
     if not axes:
         return None
-    path, axis = min(axes.items())
-    return capacity * np.shape(_paths(state)[path])[axis] // _paths(skeleton)[path].shape[axis]
+    _, held, wanted = axes[min(axes)]
+    return capacity * held // wanted
 
 
 def grown(state: Any, skeleton: Any) -> Any:
     """`state` with each replay array padded with empty slots to `skeleton`'s capacity."""
-    axes, ours = _capacity_axes(state, skeleton), _paths(skeleton)
+    axes = _capacity_axes(state, skeleton)
 
     def pad(path: Any, given: Any) -> Any:
         name = jax.tree_util.keystr(path, simple=True, separator=".")
         if name not in axes:
             return given
-        axis, target = axes[name], ours[name].shape
-        widths = [(0, 0)] * len(target)
-        widths[axis] = (0, target[axis] - np.shape(given)[axis])
+        axis, held, wanted = axes[name]
+        widths = [(0, 0)] * np.ndim(given)
+        widths[axis] = (0, wanted - held)
         return jnp.pad(given, widths)
 
     return jax.tree_util.tree_map_with_path(pad, state)
