@@ -8,14 +8,17 @@ other, each interleaving the libraries itself:
 - `peer_speed.py`: Rejax on gymnax's tasks (PPO, SAC, DQN), one seed a process, execution
   and whole call, the libraries taking turns;
 - `gymnasium_peers.py`: SBX on Gymnasium's tasks (PPO CartPole, SAC Pendulum and
-  HalfCheetah, TQC and CrossQ Pendulum), 3 seeds, whole call and final returns.
+  HalfCheetah, TQC and CrossQ Pendulum), 3 seeds, whole call and final returns;
+- `sbx_speed.py`: SBX's SAC against Ajax's on Pendulum, 10,000 steps, 64-64 and 256-256
+  layers, each library on its own footing (Gymnasium from Python, gymnax in Ajax's
+  program), execution, compilation and the whole call, cold and over a warm compile cache.
 
 Each appends its JSON line(s) to its own file under `benchmarks/` and prints its table.
 Record the machine's load beside the table: only ratios measured on a quiet machine mean
 anything. `--dry-run` prints the commands without running them.
 
     JAX_PLATFORMS=cpu python benchmarks/peers.py --venvs /tmp/peers
-    JAX_PLATFORMS=cpu python benchmarks/peers.py --rejax-runs ppo sac --sbx-runs sac-pendulum
+    JAX_PLATFORMS=cpu python benchmarks/peers.py --rejax-runs ppo sac --sbx-runs sac-pendulum --sbx-speed-runs
 """
 
 from __future__ import annotations
@@ -50,8 +53,10 @@ def build_commands(venvs: Path, peer: str) -> list[list[str]]:
     ]
 
 
-def bench_commands(venvs: Path, rejax_runs: Sequence[str], sbx_runs: Sequence[str], rounds: int) -> list[list[str]]:
-    """The two benchmarks, each handed its peer's Python (a peer without runs is skipped)."""
+def bench_commands(
+    venvs: Path, rejax_runs: Sequence[str], sbx_runs: Sequence[str], sbx_speed_runs: Sequence[str], rounds: int
+) -> list[list[str]]:
+    """The three benchmarks, each handed its peer's Python (a benchmark without runs is skipped)."""
     commands = []
     if rejax_runs:
         commands.append(
@@ -63,6 +68,11 @@ def bench_commands(venvs: Path, rejax_runs: Sequence[str], sbx_runs: Sequence[st
             [sys.executable, str(HERE / "gymnasium_peers.py"), "--sbx-python", str(python_of(venvs, "sbx")),
              "--runs", *sbx_runs]
         )  # fmt: skip
+    if sbx_speed_runs:
+        commands.append(
+            [sys.executable, str(HERE / "sbx_speed.py"), "--sbx-python", str(python_of(venvs, "sbx")),
+             "--only", *sbx_speed_runs, "--rounds", str(min(rounds, 2))]
+        )  # fmt: skip
     return commands
 
 
@@ -73,14 +83,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--sbx-runs", nargs="*", default=["ppo-cartpole", "sac-pendulum"], help="gymnasium_peers.py's runs"
     )
-    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per library and Rejax run")
+    parser.add_argument("--sbx-speed-runs", nargs="*", default=["sac-64", "sac-256"], help="sbx_speed.py's runs")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="fresh processes per library and run (sbx_speed.py: at most 2)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ajax-peers-") as scratch:
         venvs = args.venvs or Path(scratch)
-        peers = [peer for peer, runs in (("rejax", args.rejax_runs), ("sbx", args.sbx_runs)) if runs]
+        wanted = (("rejax", args.rejax_runs), ("sbx", args.sbx_runs), ("sbx", args.sbx_speed_runs))
+        peers = list(dict.fromkeys(peer for peer, runs in wanted if runs))
         builds = [c for peer in peers if not python_of(venvs, peer).exists() for c in build_commands(venvs, peer)]
-        for command in builds + bench_commands(venvs, args.rejax_runs, args.sbx_runs, args.rounds):
+        benches = bench_commands(venvs, args.rejax_runs, args.sbx_runs, args.sbx_speed_runs, args.rounds)
+        for command in builds + benches:
             print("$", shlex.join(command), flush=True)
             if not args.dry_run:
                 subprocess.run(command, check=True)

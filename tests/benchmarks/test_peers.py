@@ -17,12 +17,13 @@ def test_a_dry_run_builds_each_peer_at_its_pins_and_runs_its_benchmark_with_that
     assert "sbx-rl==0.28.0" in lines[3]
     assert lines[4].endswith(f"peer_speed.py --rejax-python {rejax} --only ppo --rounds 2")
     assert lines[5].endswith(f"gymnasium_peers.py --sbx-python {sbx} --runs ppo-cartpole sac-pendulum")
+    assert lines[6].endswith(f"sbx_speed.py --sbx-python {sbx} --only sac-64 sac-256 --rounds 2")
     assert not (tmp_path / "rejax").exists()  # nothing ran
 
 
-def test_an_existing_environment_is_reused_and_a_peer_without_runs_is_skipped(tmp_path, capsys):
+def test_an_existing_environment_is_reused_and_a_benchmark_without_runs_is_skipped(tmp_path, capsys):
     (tmp_path / "rejax" / "bin").mkdir(parents=True)
     (tmp_path / "rejax" / "bin" / "python").touch()
-    peers.main(["--venvs", str(tmp_path), "--dry-run", "--sbx-runs"])
+    peers.main(["--venvs", str(tmp_path), "--dry-run", "--sbx-runs", "--sbx-speed-runs"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and "peer_speed.py" in lines[0]
