@@ -144,13 +144,23 @@ def measure(library: str, run: str, repeats: int) -> dict[str, Any]:
 
 def in_fresh_process(python: str, library: str, run: str, repeats: int) -> dict[str, Any]:
     """One measurement in a new interpreter, so no compiled program or cache carries over."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "AJAX_NO_COMPILE_CACHE": "1"}
-    if library == "ajax":
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     command = [python, __file__, "--worker", library, run, "--repeats", str(repeats)]
+    return worker_row(command, worker_env(ajax=library == "ajax"), f"{library} {run}")
+
+
+def worker_env(ajax: bool) -> dict[str, str]:
+    """A worker's environment: the CPU, Ajax's compile cache off, and for Ajax its source first on the path."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "AJAX_NO_COMPILE_CACHE": "1"}
+    if ajax:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    return env
+
+
+def worker_row(command: list[str], env: dict[str, str], label: str) -> dict[str, Any]:
+    """The JSON row a worker process prints last; its error output when it fails."""
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"{library} {run} failed:\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{label} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -176,6 +186,27 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return table
+
+
+def append_record(out: Path, rows: list[dict[str, Any]], table: list[dict[str, Any]], **settings: Any) -> dict:
+    """One JSON line for the run (when, which commit, the machine, the settings, the summary, every
+    row) appended to `out`; returned."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from agent_bench import cpu_model, git_commit
+
+    record = {
+        "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "cpu": cpu_model(),
+        "n_cpus": os.cpu_count(),
+        **settings,
+        "summary": table,
+        "rows": rows,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as file:
+        file.write(json.dumps(record) + "\n")
+    return record
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -210,22 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 row = in_fresh_process(python, library, run, args.repeats)
                 rows.append({**row, "round": round_index, "load_avg_1m": round(os.getloadavg()[0], 2)})
                 print(json.dumps(rows[-1]), flush=True)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from agent_bench import cpu_model, git_commit
-
-    record = {
-        "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "cpu": cpu_model(),
-        "n_cpus": os.cpu_count(),
-        "rounds": args.rounds,
-        "repeats": args.repeats,
-        "summary": summary(rows),
-        "rows": rows,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("a") as file:
-        file.write(json.dumps(record) + "\n")
+    record = append_record(args.out, rows, summary(rows), rounds=args.rounds, repeats=args.repeats)
     for line in record["summary"]:
         print(
             f"{line['run']}: Ajax executes {line['execution_ratio']}x Rejax's rate; whole call "

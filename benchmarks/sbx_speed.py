@@ -24,11 +24,9 @@ same settings, other seeds included, pays). Rounds alternate which library goes 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peer_speed import append_record, worker_env, worker_row  # noqa: E402
+
 OUT = Path(__file__).resolve().parent / "sbx_speed.jsonl"
 RUNS = {"sac-64": 64, "sac-256": 256}
 LIBRARIES = ("ajax", "ajax-warm", "sbx")
@@ -98,18 +98,13 @@ def measure(library: str, run: str, steps: int, calls: int = 2) -> dict[str, Any
 
 def in_fresh_process(python: str, library: str, run: str, steps: int, cache: Path) -> dict[str, Any]:
     """One measurement in a new interpreter; `ajax-warm` first fills `cache` in a process of its own."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "AJAX_NO_COMPILE_CACHE": "1"}
-    if library.startswith("ajax"):
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env = worker_env(ajax=library.startswith("ajax"))
     command = [python, __file__, "--worker", library, run, "--steps", str(steps)]
     if library == "ajax-warm":
         env.pop("AJAX_NO_COMPILE_CACHE")
         env["AJAX_JAX_COMPILE_CACHE_DIR"] = str(cache / run)
-        subprocess.run([*command, "--calls", "1"], capture_output=True, env=env, check=True)  # fills the cache
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{library} {run} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        worker_row([*command, "--calls", "1"], env, f"filling the cache for {run}")
+    return worker_row(command, env, f"{library} {run}")
 
 
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -167,21 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     row = in_fresh_process(python, library, run, args.steps, Path(cache))
                     rows.append({**row, "round": round_index, "load_avg_1m": round(os.getloadavg()[0], 2)})
                     print(json.dumps(rows[-1]), flush=True)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from agent_bench import cpu_model, git_commit
-
-    record = {
-        "timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "commit": git_commit(),
-        "cpu": cpu_model(),
-        "n_cpus": os.cpu_count(),
-        "rounds": args.rounds,
-        "summary": summary(rows),
-        "rows": rows,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("a") as file:
-        file.write(json.dumps(record) + "\n")
+    record = append_record(args.out, rows, summary(rows), rounds=args.rounds, steps=args.steps)
     for line in record["summary"]:
         print(
             f"{line['run']}: Ajax executes {line['ajax_execution_ratio']}x SBX's rate; whole call "
