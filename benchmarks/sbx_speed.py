@@ -97,13 +97,15 @@ def measure(library: str, run: str, steps: int, calls: int = 2) -> dict[str, Any
 
 
 def in_fresh_process(python: str, library: str, run: str, steps: int, cache: Path) -> dict[str, Any]:
-    """One measurement in a new interpreter; `ajax-warm` first fills `cache` in a process of its own."""
+    """One measurement in a new interpreter; for `ajax-warm`, a process of its own first fills `cache`
+    with the run's programs (once: later rounds find them there)."""
     env = worker_env(ajax=library.startswith("ajax"))
     command = [python, __file__, "--worker", library, run, "--steps", str(steps)]
     if library == "ajax-warm":
         env.pop("AJAX_NO_COMPILE_CACHE")
         env["AJAX_JAX_COMPILE_CACHE_DIR"] = str(cache / run)
-        worker_row([*command, "--calls", "1"], env, f"filling the cache for {run}")
+        if not (cache / run).exists():
+            worker_row([*command, "--calls", "1"], env, f"filling the cache for {run}")
     return worker_row(command, env, f"{library} {run}")
 
 
