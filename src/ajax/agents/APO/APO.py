@@ -69,7 +69,7 @@ class APO(ActorCritic):
     def __init__(self, env_id: str | Any, **settings: Any) -> None:
         super().__init__(env_id, **settings)
         s = self.settings
-        check_rollout_split(s.n_steps, s.n_envs, s.batch_size)
+        check_rollout_split(s.n_steps, s.n_envs, s.batch_size, s.n_epochs)
         # The settings are the keywords of the same names; the discount is fixed at 1.
         own = {f.name: s[f.name] for f in fields(APOConfig) if f.name in self.hyperparameters.declared}
         initializers = checked_initializers(

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ajax.agents.base import DISCOUNT, ENCODER, ENVIRONMENT, NORMALIZATION, ActorCritic, field_names, two_networks
@@ -52,17 +56,69 @@ INITIALIZERS = keywords(
 )
 
 
-def check_rollout_split(n_steps: int, n_envs: int, batch_size: int, recurrent: bool = False) -> None:
-    """Refuse a batch_size that does not divide the rollout, PPO's and APO's, before anything compiles.
+# Sequential minibatch steps per rollout, n_epochs * n_steps * n_envs / batch_size, above which
+# construction warns. batch_size counts transitions, so the minibatches per epoch grow with n_envs:
+# every one is an update that waits for the one before, and once they outnumber the rollout's
+# n_steps sequential env steps several times over, the update, not the env, sets the pace. The
+# defaults make 1,280 (10 epochs of 4 * 2048 / 64 = 128), the most of any setting in the repo's
+# tests, docs, examples and benchmarks; 10,000 lets the defaults run 16 env copies (5,120) and
+# warns from 32 (10,240, five update steps per env step), well short of the 655,360 that made
+# 2,048 copies train at 178k steps/s on a TPU (issue 58).
+SEQUENTIAL_MINIBATCH_LIMIT = 10_000
+# Minibatches per epoch in the batch_size the warning suggests: PureJaxRL's and Brax's convention of
+# a fixed count (32 in their continuous-control settings) rather than a fixed size, so the sequential
+# steps stay n_epochs * 32 whatever n_envs.
+SUGGESTED_MINIBATCHES = 32
+_PACKAGE = str(Path(__file__).parents[2]) + os.sep
 
-    A recurrent rollout trains as whole sequences, so `batch_size` need not divide it.
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel, for the caller of this function, that points at the first line
+    outside ajax: the user's call, whatever subclasses and keyword-checking wrappers lie between
+    (what Python 3.12's skip_file_prefixes does, on 3.11)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def suggested_batch_size(rollout: int) -> int:
+    """The batch_size that splits `rollout` into the most minibatches up to SUGGESTED_MINIBATCHES:
+    rollout // 32 when 32 divides it, else the nearest divisor above, so it always divides the
+    rollout and never makes more minibatches per epoch than 32."""
+    return rollout // next(m for m in range(SUGGESTED_MINIBATCHES, 0, -1) if rollout % m == 0)
+
+
+def check_rollout_split(n_steps: int, n_envs: int, batch_size: int, n_epochs: int, recurrent: bool = False) -> None:
+    """Refuse a batch_size that does not divide the rollout, PPO's and APO's, before anything compiles,
+    and warn when it makes more than SEQUENTIAL_MINIBATCH_LIMIT sequential minibatch steps per rollout.
+
+    The warning comes at construction because nothing else would say it: a run with the
+    SB3-sized batch_size of 64 and thousands of env copies trains, only hundreds of times slower.
+    A recurrent rollout trains as whole sequences, so `batch_size` need not divide it and sets
+    no minibatch count (`n_minibatches` does).
     """
+    if recurrent:
+        return
     rollout = n_steps * n_envs
-    if rollout % batch_size and not recurrent:
+    if rollout % batch_size:
         divisors = [d for d in range(1, rollout + 1) if rollout % d == 0 and 16 <= d <= 4096]
         raise ValueError(
             f"batch_size={batch_size} does not divide the rollout of n_steps * n_envs = {n_steps} * {n_envs} "
             f"= {rollout} transitions. Pick a divisor, e.g. one of {divisors[:8]}."
+        )
+    per_epoch = rollout // batch_size
+    if n_epochs * per_epoch > SEQUENTIAL_MINIBATCH_LIMIT:
+        suggested = suggested_batch_size(rollout)
+        warnings.warn(
+            f"batch_size={batch_size} makes {n_epochs * per_epoch:,} sequential minibatch steps per rollout, over "
+            f"{SEQUENTIAL_MINIBATCH_LIMIT:,}: the rollout of n_steps * n_envs = {n_steps} * {n_envs} = {rollout:,} "
+            f"transitions splits into {per_epoch:,} minibatches per epoch, times n_epochs={n_epochs}. Each step "
+            "waits for the one before, so the update, not the env, sets the pace and training crawls. Keep the "
+            f"number of minibatches fixed as n_envs grows: batch_size={suggested} makes {rollout // suggested} "
+            "per epoch (docs/training.md, 'Seeds and n_envs').",
+            UserWarning,
+            stacklevel=_user_stacklevel(),
         )
 
 
@@ -133,12 +189,14 @@ class PPO(ActorCritic):
     Defaults: 4 envs, 2048-step rollouts, minibatches of 64, 10 epochs on a fresh shuffle,
     clip 0.2, GAE lambda 0.95, gamma 0.99, two 128-unit tanh layers, gradient norm clipped
     at 0.5, advantages normalised per minibatch; separate actor and critic networks and
-    optimisers. `memory=` (a MemoryConfig or its dict) makes both networks recurrent,
-    trained by BPTT over whole rollouts or `bptt_length`-step sequences (batch_size then
-    unused: `n_minibatches` splits the sequences). `encoder_kernel_init`, `actor_bias_init`,
-    `critic_bias_init` and `mean_kernel_init` replace initialisers (`ProximalInitializers`).
-    docs/agents.md has the paper, Ajax's choices and the calibrated result; docs/memory.md
-    the recurrent mode.
+    optimisers. `batch_size` is a size, so raising `n_envs` multiplies the sequential
+    minibatch steps; construction warns past SEQUENTIAL_MINIBATCH_LIMIT of them per rollout
+    and suggests a batch_size of 32 minibatches per epoch. `memory=` (a MemoryConfig or its
+    dict) makes both networks recurrent, trained by BPTT over whole rollouts or
+    `bptt_length`-step sequences (batch_size then unused: `n_minibatches` splits the
+    sequences). `encoder_kernel_init`, `actor_bias_init`, `critic_bias_init` and
+    `mean_kernel_init` replace initialisers (`ProximalInitializers`). docs/agents.md has the
+    paper, Ajax's choices and the calibrated result; docs/memory.md the recurrent mode.
     """
 
     name: ClassVar[str] = "PPO"
@@ -169,7 +227,7 @@ class PPO(ActorCritic):
         super().__init__(env_id, **settings)
         s = self.settings
         memory = self.network_args.memory
-        check_rollout_split(s.n_steps, s.n_envs, s.batch_size, recurrent=memory is not None)
+        check_rollout_split(s.n_steps, s.n_envs, s.batch_size, s.n_epochs, recurrent=memory is not None)
         self.agent_config = PPOConfig(
             n_steps=s.n_steps,
             batch_size=s.batch_size,
