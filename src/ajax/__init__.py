@@ -23,6 +23,7 @@ from ajax.agents.TDMPC2 import TDMPC2  # noqa: E402
 from ajax.agents.TDMPC2MultiTask import TDMPC2MultiTask  # noqa: E402
 from ajax.agents.TQC import TQC  # noqa: E402
 from ajax.agents.UDRL import UDRL  # noqa: E402
+from ajax.hardware import device_report  # noqa: E402
 
 __all__ = [
     "APG",
@@ -44,4 +45,5 @@ __all__ = [
     "TDMPC2MultiTask",
     "TQC",
     "UDRL",
+    "device_report",
 ]

@@ -21,8 +21,8 @@ chunk returns: the chunks' programs stay free of host callbacks, so the compile 
 the worker starts once rather than once per chunk.
 
 `train_command` runs its steps in this order: the agent's name (read back from the run folder for
-`--resume`), the budget, the agent, the run folder (restored, or its config.json written), the chunks
-under a progress bar, then the files and the summary.
+`--resume`), the budget, the agent, the run folder (restored, or its config.json written), the line naming
+JAX's backend and devices, the chunks under a progress bar, then the files and the summary.
 """
 
 from __future__ import annotations
@@ -66,6 +66,7 @@ from ajax.commands.run_folder import (
     write_csv,
     write_jsonl,
 )
+from ajax.hardware import device_report
 
 if TYPE_CHECKING:
     from ajax.agents.base import ActorCritic
@@ -512,6 +513,8 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
             return 2
     else:
         _write_settings(run, args, console)
+    # Which device runs: an accelerator set-up that failed trains on the CPU, only slower.
+    console.print(device_report(), highlight=False, soft_wrap=True)
     with CompileTally() as compiled:
         outcome = _train_with_progress(run, args, state, previous_rows, console)
     return _write_and_summarise(run, outcome, console, compiled)
