@@ -64,10 +64,9 @@ import platform
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +75,11 @@ import numpy as np
 
 from ajax._compile_cache import cpu_model
 from ajax.environments.controllers import cartpole_push
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from compile_spans import CompileSpans, union_length  # noqa: E402, F401  (union_length: the tests read it here)
+
+METRICS = ("exec_steps_per_s", "steps_per_s")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,72 +166,6 @@ PINNED_KWARGS: dict[str, dict[str, Any]] = {
         "buffer_size": 8_000,
     },
 }
-# The events JAX times around tracing to a jaxpr, lowering to MLIR and the backend compile
-# (jax/_src/dispatch.py: JAXPR_TRACE_EVENT, JAXPR_TO_MLIR_MODULE_EVENT, BACKEND_COMPILE_EVENT).
-COMPILE_EVENTS = frozenset(
-    {
-        "/jax/core/compile/jaxpr_trace_duration",
-        "/jax/core/compile/jaxpr_to_mlir_module_duration",
-        "/jax/core/compile/backend_compile_duration",
-    }
-)
-METRICS = ("exec_steps_per_s", "steps_per_s")
-
-
-# Compilation spans ------------------------------------------------------------------------
-class CompileSpans:
-    """The spans JAX reports for tracing, lowering and compiling while it is active.
-
-    JAX calls a duration listener as each span ends, with its length: the span is
-    (now - duration, now). Nested spans (a jit traced inside another's trace) overlap, so
-    `total()` is the length of their union.
-    """
-
-    _lock = threading.Lock()
-    _active: list[CompileSpans] = []
-    _registered = False
-
-    def __init__(self) -> None:
-        self.spans: list[tuple[float, float]] = []
-
-    @classmethod
-    def _listener(cls, event: str, duration: float, **kwargs: Any) -> None:
-        if event not in COMPILE_EVENTS:
-            return
-        end = time.time()
-        with cls._lock:
-            for recorder in cls._active:
-                recorder.spans.append((end - duration, end))
-
-    def __enter__(self) -> CompileSpans:
-        with CompileSpans._lock:
-            if not CompileSpans._registered:
-                jax.monitoring.register_event_duration_secs_listener(CompileSpans._listener)
-                CompileSpans._registered = True
-            CompileSpans._active.append(self)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        with CompileSpans._lock:
-            CompileSpans._active.remove(self)
-
-    def total(self) -> float:
-        return union_length(self.spans)
-
-
-def union_length(spans: Iterable[tuple[float, float]]) -> float:
-    """The length of the union of `(start, end)` intervals: overlaps counted once."""
-    total, current_start, current_end = 0.0, None, None
-    for start, end in sorted(spans):
-        if current_end is None or start > current_end:
-            if current_end is not None:
-                total += current_end - current_start
-            current_start, current_end = start, end
-        else:
-            current_end = max(current_end, end)
-    if current_end is not None:
-        total += current_end - current_start
-    return total
 
 
 # Capture --------------------------------------------------------------------------------
