@@ -200,20 +200,22 @@ def run_flops(agent: Any, n_seeds: int, n_timesteps: int) -> float:
 
 
 # Measuring ---------------------------------------------------------------------------------------
-def sweep_point(run: Run, sweep: str, size: int) -> tuple[int, int, int]:
-    """(seeds, env copies, steps a seed) of one point of a sweep: the env sweep keeps the iterations."""
+def sweep_point(run: Run, sweep: str, size: int, scale: float = 1.0) -> tuple[int, int, int]:
+    """(seeds, env copies, steps a seed) of one point of a sweep, the run's budget times `scale`:
+    the env sweep keeps the iterations, so its budget grows with the copies."""
+    budget = max(1, round(run.n_timesteps * scale))
     if sweep == "seeds":
-        return size, run.n_envs, run.n_timesteps
-    return 1, size, run.n_timesteps * size // run.n_envs
+        return size, run.n_envs, budget
+    return 1, size, budget * size // run.n_envs
 
 
-def ajax_point(name: str, sweep: str, size: int, repeats: int) -> dict[str, Any]:
+def ajax_point(name: str, sweep: str, size: int, repeats: int, scale: float) -> dict[str, Any]:
     """One point measured with Ajax in this process."""
     from ajax.agents.registry import AGENTS
     from perf_bench import steps_run, timed
 
     run = RUNS[name]
-    n_seeds, n_envs, n_timesteps = sweep_point(run, sweep, size)
+    n_seeds, n_envs, n_timesteps = sweep_point(run, sweep, size, scale)
     agent = AGENTS[run.agent](run.env_id, n_envs=n_envs, **run.kwargs(n_envs))
     seeds = list(range(n_seeds))
     result = timed(lambda: agent.train(seed=seeds, n_timesteps=n_timesteps)[0], repeats)
@@ -224,7 +226,7 @@ def ajax_point(name: str, sweep: str, size: int, repeats: int) -> dict[str, Any]
     return {"steps": steps, "matmul_flops": flops, **result}
 
 
-def rejax_program(name: str, n_seeds: int) -> Callable[[], Any]:
+def rejax_program(name: str, n_seeds: int, n_timesteps: int) -> Callable[[], Any]:
     """Rejax's algorithm of `name` at the same settings, its seeds one vmapped, jitted `train`."""
     import jax
     from rejax import DQN, PPO, PQN, SAC
@@ -233,8 +235,8 @@ def rejax_program(name: str, n_seeds: int) -> Callable[[], Any]:
     common = {
         "env": run.env_id,
         "num_envs": run.n_envs,
-        "total_timesteps": run.n_timesteps,
-        "eval_freq": run.n_timesteps,
+        "total_timesteps": n_timesteps,
+        "eval_freq": n_timesteps,
         "skip_initial_evaluation": True,
     }
     if name == "ppo":
@@ -266,7 +268,7 @@ def rejax_program(name: str, n_seeds: int) -> Callable[[], Any]:
             **common,
         )
     else:
-        replay = {"batch_size": 256, "fill_buffer": 1_000, "buffer_size": run.n_timesteps, "num_epochs": 1}
+        replay = {"batch_size": 256, "fill_buffer": 1_000, "buffer_size": n_timesteps, "num_epochs": 1}
         if name == "sac":
             algo = SAC.create(agent_kwargs={"activation": "relu"}, **replay, **common)
         else:  # Rejax's DQN has two 64-unit layers built in; Ajax's DQN is not double by default
@@ -277,16 +279,17 @@ def rejax_program(name: str, n_seeds: int) -> Callable[[], Any]:
     return lambda: train(algo, keys)[0]
 
 
-def rejax_point(name: str, sweep: str, size: int, repeats: int) -> dict[str, Any]:
+def rejax_point(name: str, sweep: str, size: int, repeats: int, scale: float) -> dict[str, Any]:
     """One point measured with Rejax in this process (a Python that has Rejax, not Ajax)."""
     from perf_bench import timed
 
-    result = timed(rejax_program(name, size), repeats)
+    n_seeds, _, n_timesteps = sweep_point(RUNS[name], sweep, size, scale)
+    result = timed(rejax_program(name, n_seeds, n_timesteps), repeats)
     result.pop("out")
-    return {"steps": RUNS[name].n_timesteps * size, "matmul_flops": None, **result}
+    return {"steps": n_timesteps * n_seeds, "matmul_flops": None, **result}
 
 
-def worker(library: str, name: str, sweep: str, sizes: Sequence[int], repeats: int, until: float) -> None:
+def worker(library: str, name: str, sweep: str, sizes: Sequence[int], repeats: int, scale: float, until: float) -> None:
     """Each size in turn, a JSON line apiece; a size that fails (out of memory), or the clock passing
     `until` (seconds since the epoch), ends the sweep."""
     from perf_bench import device_fields, peak_bytes
@@ -295,11 +298,11 @@ def worker(library: str, name: str, sweep: str, sizes: Sequence[int], repeats: i
     for size in sizes:
         if time.time() > until:
             return
-        n_seeds, n_envs, n_timesteps = sweep_point(RUNS[name], sweep, size)
+        n_seeds, n_envs, n_timesteps = sweep_point(RUNS[name], sweep, size, scale)
         row = {"library": library, "run": name, "sweep": sweep, "n_seeds": n_seeds, "n_envs": n_envs}
         row.update(n_timesteps=n_timesteps, **device_fields())
         try:
-            row.update(measure(name, sweep, size, repeats))
+            row.update(measure(name, sweep, size, repeats, scale))
         except Exception as error:  # noqa: BLE001 -- recorded: the sweep stops where the device does
             row["error"] = f"{type(error).__name__}: {str(error)[:400]}"
             print(json.dumps(row), flush=True)
@@ -316,11 +319,11 @@ def worker(library: str, name: str, sweep: str, sizes: Sequence[int], repeats: i
 
 # Orchestration -----------------------------------------------------------------------------------
 def in_fresh_process(
-    python: str, library: str, name: str, sweep: str, sizes: Sequence[int], repeats: int, until: float
+    python: str, library: str, name: str, sweep: str, sizes: Sequence[int], repeats: int, scale: float, until: float
 ) -> Iterator[dict[str, Any]]:
     """One worker process's rows as it prints them, so a run stopped at a time limit keeps what it measured."""
     command = [python, __file__, "--worker", library, name, sweep, *map(str, sizes)]
-    command += ["--repeats", str(repeats), "--until", str(until)]
+    command += ["--repeats", str(repeats), "--budget-scale", str(scale), "--until", str(until)]
     env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
     path = [str(HERE)] + ([str(ROOT / "src")] if library == "ajax" else [])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*path, env.get("PYTHONPATH")]))
@@ -428,14 +431,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="append the rows here")
     parser.add_argument("--report", type=Path, help="print the table of a file of rows instead of measuring")
     parser.add_argument("--plot", type=Path, help="with --report: draw the scaling plot here")
+    parser.add_argument("--budget-scale", type=float, default=1.0, help="each run's steps a seed times this")
     parser.add_argument("--minutes", type=float, help="start no measurement after this many minutes")
     parser.add_argument("--until", type=float, default=math.inf, help=argparse.SUPPRESS)
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker is None and args.report is None and args.out is None:
         parser.error("--out is required: name the file the rows are appended to (or --report FILE to read one).")
-    if any(size < 1 for size in [*args.seeds, *args.envs, *args.race_seeds]) or args.repeats < 0:
-        parser.error("seed and env counts must be positive, --repeats at least 0.")
+    counts = [*args.seeds, *args.envs, *args.race_seeds]
+    if any(size < 1 for size in counts) or args.repeats < 0 or args.budget_scale <= 0:
+        parser.error("seed and env counts and --budget-scale must be positive, --repeats at least 0.")
     return args
 
 
@@ -444,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, str(HERE))
     if args.worker is not None:
         library, name, sweep, *sizes = args.worker
-        worker(library, name, sweep, [int(size) for size in sizes], args.repeats, args.until)
+        worker(library, name, sweep, [int(size) for size in sizes], args.repeats, args.budget_scale, args.until)
         return 0
     if args.report is not None:
         rows = read_rows(args.report)
@@ -469,7 +474,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"--minutes {args.minutes} passed: {library} {name} {sweep} not measured", flush=True)
             continue
         python = sys.executable if library == "ajax" else args.rejax_python
-        for row in in_fresh_process(python, library, name, sweep, sizes, args.repeats, until):
+        for row in in_fresh_process(python, library, name, sweep, sizes, args.repeats, args.budget_scale, until):
             rows.append({**stamp, **row})
             with args.out.open("a") as file:
                 file.write(json.dumps(rows[-1]) + "\n")
