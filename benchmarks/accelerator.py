@@ -209,14 +209,20 @@ def sweep_point(run: Run, sweep: str, size: int, scale: float = 1.0) -> tuple[in
     return 1, size, budget * size // run.n_envs
 
 
+def build(run: Run, n_envs: int) -> Any:
+    """Ajax's agent of `run` with `n_envs` copies."""
+    from ajax.agents.registry import AGENTS
+
+    return AGENTS[run.agent](run.env_id, n_envs=n_envs, **run.kwargs(n_envs))
+
+
 def ajax_point(name: str, sweep: str, size: int, repeats: int, scale: float) -> dict[str, Any]:
     """One point measured with Ajax in this process."""
-    from ajax.agents.registry import AGENTS
     from perf_bench import steps_run, timed
 
     run = RUNS[name]
     n_seeds, n_envs, n_timesteps = sweep_point(run, sweep, size, scale)
-    agent = AGENTS[run.agent](run.env_id, n_envs=n_envs, **run.kwargs(n_envs))
+    agent = build(run, n_envs)
     seeds = list(range(n_seeds))
     result = timed(lambda: agent.train(seed=seeds, n_timesteps=n_timesteps)[0], repeats)
     state = result.pop("out")
