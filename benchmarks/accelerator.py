@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the sibling benchmark modules, imported where needed
 ROOT = HERE.parent
 OUT = HERE / "accelerator.jsonl"
 SEEDS = (1, 8, 64, 256, 1024)
@@ -101,7 +102,6 @@ def replay_kwargs(architecture: dict[str, Any]) -> Callable[[int], dict[str, Any
 
 
 def pqn_minatar_kwargs(n_envs: int) -> dict[str, Any]:
-    sys.path.insert(0, str(HERE))
     from learning_checks import minatar_pqn
 
     return {key: value for key, value in minatar_pqn(RUNS["pqn-minatar"].n_timesteps).items() if key != "n_envs"}
@@ -452,7 +452,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    sys.path.insert(0, str(HERE))
     if args.worker is not None:
         library, name, sweep, *sizes = args.worker
         worker(library, name, sweep, [int(size) for size in sizes], args.repeats, args.budget_scale, args.until)

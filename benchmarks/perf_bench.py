@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the sibling benchmark modules, imported where needed
 ROOT = HERE.parent
 
 
@@ -184,7 +185,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    sys.path.insert(0, str(HERE))
     if args.worker:
         print(json.dumps(measure_scenario(args.scenario, args.seeds[0], args.repeats, args.timesteps)))
         return 0
