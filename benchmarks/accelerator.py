@@ -414,10 +414,13 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
                 series.setdefault((key[0], key[1], key[2]), []).append((key[size_of], row["exec_steps_per_s"]))
         for (_, library, run), points in sorted(series.items()):
             xs, ys = zip(*sorted(points), strict=True)
-            style = "-o" if library == "ajax" else "--x"
-            axis.plot(xs, ys, style, label=f"{library} {run}")
-        axis.set(xscale="log", yscale="log", xlabel="seeds" if sweep == "seeds" else "env copies (1 seed)")
-        axis.set_ylabel("execution steps/s (all seeds)")
+            style = "-o" if library == "ajax" else "--x"  # one colour a run, Ajax solid, Rejax dashed
+            axis.plot(xs, ys, style, color=f"C{list(RUNS).index(run)}", label=f"{library} {run}")
+        axis.set(xlabel="seeds" if sweep == "seeds" else "env copies (1 seed)", ylabel="execution steps/s (all seeds)")
+        if not series:
+            axis.text(0.5, 0.5, "not measured", ha="center", va="center", transform=axis.transAxes)
+            continue
+        axis.set(xscale="log", yscale="log")
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=7)
     devices = sorted({row["device_kind"] for row in rows})
