@@ -11,7 +11,10 @@ other, each interleaving the libraries itself:
   HalfCheetah, TQC and CrossQ Pendulum), 3 seeds, whole call and final returns;
 - `sbx_speed.py`: SBX's SAC against Ajax's on Pendulum, 10,000 steps, 64-64 and 256-256
   layers, each library on its own footing (Gymnasium from Python, gymnax in Ajax's
-  program), execution, compilation and the whole call, cold and over a warm compile cache.
+  program), execution, compilation and the whole call, cold and over a warm compile cache;
+- `accelerator.py` (only with `--accelerator-runs`, on a machine with an accelerator): Rejax
+  beside Ajax at 1, 64 and 1,024 seeds, with Ajax's seed and env-copy sweeps, on whatever
+  device JAX sees.
 
 Each appends its JSON line(s) to its own file under `benchmarks/` and prints its table.
 Record the machine's load beside the table: only ratios measured on a quiet machine mean
@@ -19,6 +22,7 @@ anything. `--dry-run` prints the commands without running them.
 
     JAX_PLATFORMS=cpu python benchmarks/peers.py --venvs /tmp/peers
     JAX_PLATFORMS=cpu python benchmarks/peers.py --rejax-runs ppo sac --sbx-runs sac-pendulum --sbx-speed-runs
+    python benchmarks/peers.py --rejax-runs --sbx-runs --sbx-speed-runs --accelerator-runs ppo dqn pqn sac
 """
 
 from __future__ import annotations
@@ -54,9 +58,14 @@ def build_commands(venvs: Path, peer: str) -> list[list[str]]:
 
 
 def bench_commands(
-    venvs: Path, rejax_runs: Sequence[str], sbx_runs: Sequence[str], sbx_speed_runs: Sequence[str], rounds: int
+    venvs: Path,
+    rejax_runs: Sequence[str],
+    sbx_runs: Sequence[str],
+    sbx_speed_runs: Sequence[str],
+    rounds: int,
+    accelerator_runs: Sequence[str] = (),
 ) -> list[list[str]]:
-    """The three benchmarks, each handed its peer's Python (a benchmark without runs is skipped)."""
+    """The four benchmarks, each handed its peer's Python (a benchmark without runs is skipped)."""
     commands = []
     if rejax_runs:
         commands.append(
@@ -73,6 +82,11 @@ def bench_commands(
             [sys.executable, str(HERE / "sbx_speed.py"), "--sbx-python", str(python_of(venvs, "sbx")),
              "--only", *sbx_speed_runs, "--rounds", str(min(rounds, 2))]
         )  # fmt: skip
+    if accelerator_runs:
+        commands.append(
+            [sys.executable, str(HERE / "accelerator.py"), "--rejax-python", str(python_of(venvs, "rejax")),
+             "--runs", *accelerator_runs, "--out", str(HERE / "accelerator.jsonl")]
+        )  # fmt: skip
     return commands
 
 
@@ -85,16 +99,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--sbx-speed-runs", nargs="*", default=["sac-64", "sac-256"], help="sbx_speed.py's runs")
     parser.add_argument(
+        "--accelerator-runs", nargs="*", default=[], help="accelerator.py's runs, on an accelerator (default: none)"
+    )
+    parser.add_argument(
         "--rounds", type=int, default=3, help="fresh processes per library and run (sbx_speed.py: at most 2)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="ajax-peers-") as scratch:
         venvs = args.venvs or Path(scratch)
-        wanted = (("rejax", args.rejax_runs), ("sbx", args.sbx_runs), ("sbx", args.sbx_speed_runs))
+        wanted = (
+            ("rejax", args.rejax_runs),
+            ("sbx", args.sbx_runs),
+            ("sbx", args.sbx_speed_runs),
+            ("rejax", args.accelerator_runs),
+        )
         peers = list(dict.fromkeys(peer for peer, runs in wanted if runs))
         builds = [c for peer in peers if not python_of(venvs, peer).exists() for c in build_commands(venvs, peer)]
-        benches = bench_commands(venvs, args.rejax_runs, args.sbx_runs, args.sbx_speed_runs, args.rounds)
+        benches = bench_commands(
+            venvs, args.rejax_runs, args.sbx_runs, args.sbx_speed_runs, args.rounds, args.accelerator_runs
+        )
         for command in builds + benches:
             print("$", shlex.join(command), flush=True)
             if not args.dry_run:

@@ -27,3 +27,14 @@ def test_an_existing_environment_is_reused_and_a_benchmark_without_runs_is_skipp
     peers.main(["--venvs", str(tmp_path), "--dry-run", "--sbx-runs", "--sbx-speed-runs"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and "peer_speed.py" in lines[0]
+
+
+def test_on_an_accelerator_the_scaling_race_runs_with_rejaxs_python(tmp_path, capsys):
+    (tmp_path / "rejax" / "bin").mkdir(parents=True)
+    (tmp_path / "rejax" / "bin" / "python").touch()
+    argv = ["--venvs", str(tmp_path), "--dry-run", "--rejax-runs", "--sbx-runs", "--sbx-speed-runs"]
+    peers.main([*argv, "--accelerator-runs", "ppo", "sac"])
+    (line,) = capsys.readouterr().out.splitlines()
+    rejax = tmp_path / "rejax" / "bin" / "python"
+    assert f"accelerator.py --rejax-python {rejax} --runs ppo sac --out " in line
+    assert line.endswith("benchmarks/accelerator.jsonl")
