@@ -35,7 +35,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -115,26 +114,21 @@ def rejax_program(run: str) -> Callable[[], Any]:
 
 
 def measure(library: str, run: str, repeats: int) -> dict[str, Any]:
-    """In this process: the first call, then `repeats` execution-only calls."""
+    """In this process: the first call, then `repeats` execution-only calls (`perf_bench.timed`)."""
     import jax
 
+    from perf_bench import timed
+
     call = ajax_program(run) if library == "ajax" else rejax_program(run)
-    start = time.perf_counter()
-    jax.block_until_ready(call())
-    first_call_s = time.perf_counter() - start
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(call())
-        times.append(time.perf_counter() - start)
-    exec_s = statistics.median(times)
+    result = timed(call, repeats)
+    first_call_s, exec_s = result["first_call_s"], result["exec_s"]
     return {
         "library": library,
         "run": run,
         "steps": STEPS[run],
-        "first_call_s": round(first_call_s, 3),
-        "exec_s": round(exec_s, 4),
-        "exec_times_s": [round(t, 4) for t in times],
+        "first_call_s": first_call_s,
+        "exec_s": exec_s,
+        "exec_times_s": result["exec_times_s"],
         "compile_s": round(first_call_s - exec_s, 3),
         "exec_steps_per_s": round(STEPS[run] / exec_s, 1),
         "whole_call_steps_per_s": round(STEPS[run] / first_call_s, 1),
