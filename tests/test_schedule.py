@@ -3,6 +3,8 @@
 Each kind by its values, and against optax's own where optax has one; then as learning
 rates: called with the optimiser's update count from 0, and one short PPO run per two
 kinds (actor and critic rate, the clip range beside them), two compiled programs in all.
+A schedule of the user's is called once at construction on an abstract step count, so one
+that takes no step or returns no real scalar is refused there, naming its keyword.
 """
 
 import jax
@@ -11,7 +13,7 @@ import numpy as np
 import optax
 import pytest
 
-from ajax import PPO, SAC
+from ajax import DQN, PPO, SAC, TD3
 from ajax.networks.optim import make_optimizer
 from ajax.schedule import at, constant, exponential, linear, polynomial
 from ajax.state import OptimizerConfig
@@ -130,3 +132,44 @@ def test_sacs_temperature_reads_a_schedule_of_its_own_updates():
     assert updates > 4
     assert same == number
     assert abs(decayed) < abs(number)
+
+
+# A schedule-taking keyword of each kind: the learning rates optax calls with its update
+# count, on an actor-critic, a temperature and a single network; the coefficients `at` calls
+# with the env timestep.
+SCHEDULED = [
+    (PPO, "actor_learning_rate", "the optimiser's step count"),
+    (SAC, "alpha_learning_rate", "the optimiser's step count"),
+    (DQN, "learning_rate", "the optimiser's step count"),
+    (PPO, "clip_range", "the environment timestep"),
+    (TD3, "exploration_noise", "the environment timestep"),
+]
+ENV = {PPO: "CartPole-v1", SAC: "Pendulum-v1", DQN: "CartPole-v1", TD3: "Pendulum-v1"}
+
+
+@pytest.mark.parametrize(
+    ("schedule", "came_back"),
+    [
+        (lambda: 1e-3, r"raised TypeError: .*takes 0 positional arguments but 1 was given"),
+        (lambda step, other: 1e-3, r"raised TypeError: .*missing 1 required positional argument: 'other'"),
+        (lambda step: jnp.full(2, 1e-3), r"returned shape \(2,\) and dtype float32"),
+    ],
+    ids=["no-argument", "two-arguments", "vector"],
+)
+@pytest.mark.parametrize(("agent", "keyword", "counts"), SCHEDULED, ids=[f"{a.__name__}-{k}" for a, k, _ in SCHEDULED])
+def test_a_schedule_not_a_float_of_one_step_count_is_refused_at_construction_naming_its_keyword(
+    agent, keyword, counts, schedule, came_back
+):
+    expected = f"{keyword} must be a function of {counts}, an int32 scalar, returning a real scalar"
+    with pytest.raises(ValueError, match=rf"^{expected}; {keyword}\(step\) {came_back}"):
+        agent(ENV[agent], **{keyword: schedule})
+
+
+def test_optax_schedules_and_numbers_are_accepted_where_a_schedule_is():
+    rate, clip = optax.linear_schedule(3e-4, 0.0, 1_000), optax.cosine_decay_schedule(0.2, 1_000)
+    agent = PPO("CartPole-v1", actor_learning_rate=rate, critic_learning_rate=1e-3, clip_range=clip)
+    assert agent.settings.actor_learning_rate is rate and agent.settings.clip_range is clip
+    assert agent.settings.critic_learning_rate == 1e-3
+    assert TD3("Pendulum-v1", exploration_noise=linear(0.3, 0.05, 100)).settings.exploration_noise == linear(
+        0.3, 0.05, 100
+    )

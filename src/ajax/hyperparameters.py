@@ -84,7 +84,8 @@ def number(
 
 
 def learning_rate(default: Any, *, doc: str = "") -> Hyperparameter:
-    """An optimiser's step size: a number above 0, or a schedule of the update count (`ajax.schedule`)."""
+    """An optimiser's step size: a number above 0, or a schedule of the update count (`ajax.schedule`),
+    called once here on an abstract count so that a wrong one is refused naming the keyword."""
 
     def check(name: str, value: Any) -> None:
         check_learning_rate(**{name: value})
@@ -93,7 +94,8 @@ def learning_rate(default: Any, *, doc: str = "") -> Hyperparameter:
 
 
 def schedule(default: Any, minimum: float = 0.0, *, doc: str = "") -> Hyperparameter:
-    """A number of at least `minimum`, or a function of the timestep (`ajax.schedule`)."""
+    """A number of at least `minimum`, or a function of the timestep (`ajax.schedule`), called once
+    here on an abstract timestep so that a wrong one is refused naming the keyword."""
 
     def check(name: str, value: Any) -> None:
         check_schedule(name, value, minimum=minimum)

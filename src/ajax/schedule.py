@@ -16,6 +16,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -111,19 +112,49 @@ class warmup_cosine:  # noqa: N801 - used like a function: warmup_cosine(peak, w
         return jnp.where(step < self.warmup, rising, falling)
 
 
-def check_learning_rate(**rates: Schedule) -> None:
-    """Refuse a learning rate that is neither a finite number above 0 nor a schedule, naming it.
+# What optax and `at` call a schedule with: a step count, one int32 scalar.
+STEP_COUNT = jax.ShapeDtypeStruct((), jnp.int32)
 
-    A schedule is called by optax with the optimiser's update count; its values are its author's to check.
+
+def check_callable(name: str, schedule: Callable[..., Any], counts: str) -> None:
+    """Refuse a schedule that cannot be called on one step count, or that returns no real scalar, naming `name`.
+
+    A schedule is first called inside the compiled program (by optax, or by `at`), where a
+    wrong signature or a vector of rates fails deep in tracing with an error that names
+    neither the schedule nor its keyword. `jax.eval_shape` calls it once here on an abstract
+    int32 scalar: it traces without compiling, so construction stays cheap. `counts` says
+    what the step counts.
+    """
+    expected = f"{name} must be a function of {counts}, an int32 scalar, returning a real scalar"
+    try:
+        value = jax.eval_shape(schedule, STEP_COUNT)
+    except Exception as error:  # whatever calling it raised, said against the keyword
+        first_line = (str(error).splitlines() or [""])[0].rstrip(".")
+        raise ValueError(f"{expected}; {name}(step) raised {type(error).__name__}: {first_line}.") from error
+    if not isinstance(value, jax.ShapeDtypeStruct):
+        raise ValueError(f"{expected}; {name}(step) returned {value!r}.")
+    real = jnp.issubdtype(value.dtype, jnp.floating) or jnp.issubdtype(value.dtype, jnp.integer)
+    if value.shape != () or not real:
+        raise ValueError(f"{expected}; {name}(step) returned shape {value.shape} and dtype {value.dtype}.")
+
+
+def check_learning_rate(**rates: Schedule) -> None:
+    """Refuse a learning rate that is neither a finite number above 0 nor a schedule of the update count, naming it.
+
+    A schedule's signature and output are checked (`check_callable`); its values are its author's to check.
     """
     for name, rate in rates.items():
-        if not callable(rate) and not in_interval("(0, inf)", rate):
+        if callable(rate):
+            check_callable(name, rate, "the optimiser's step count")
+        elif not in_interval("(0, inf)", rate):
             raise ValueError(f"{name} must be a finite number above 0 or a schedule of the update count, got {rate!r}.")
 
 
 def check_schedule(name: str, schedule: Schedule, *, minimum: float = 0.0) -> None:
-    """Reject a constant below `minimum`, NaN, inf or a bool at construction; a callable is checked by its author."""
+    """Reject a constant below `minimum`, NaN, inf or a bool at construction; a callable must take the
+    timestep and return a real scalar (`check_callable`), its values are its author's to check."""
     if callable(schedule):
+        check_callable(name, schedule, "the environment timestep")
         return
     if isinstance(schedule, bool) or not isinstance(schedule, numbers.Real) or not minimum <= schedule < float("inf"):
         raise ValueError(f"{name} must be >= {minimum} and finite, or a function of the timestep, got {schedule!r}.")

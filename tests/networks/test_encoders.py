@@ -96,6 +96,53 @@ def test_an_unknown_encoder_is_refused_with_the_choices():
         PQN("Breakout-MinAtar", encoder="cnn")
 
 
+class KeepsImageAxes(nn.Module):
+    """A convolution whose (height, width, channels) features reach the agent's layers unflattened."""
+
+    @nn.compact
+    def __call__(self, boards):
+        return nn.Conv(16, (3, 3), padding="VALID")(boards)
+
+
+class Flattened(nn.Module):
+    """The same convolution, its features one vector per observation."""
+
+    @nn.compact
+    def __call__(self, boards):
+        x = nn.Conv(16, (3, 3), padding="VALID")(boards)
+        return x.reshape(x.shape[:-3] + (-1,))
+
+
+class DropsTheBatch(nn.Module):
+    """Every leading axis folded into the features."""
+
+    def __call__(self, boards):
+        return boards.reshape(-1)
+
+
+def test_an_encoder_of_ones_own_keeping_image_axes_is_refused_at_construction_naming_the_shapes():
+    with pytest.raises(
+        ValueError,
+        match=r"DQN's encoder=KeepsImageAxes returns features of shape \(8, 8, 16\) for an observation of shape "
+        r"\(10, 10, 4\): an encoder must end in a flat vector per observation; flatten its output \(e\.g\. "
+        r"x\.reshape\(x\.shape\[:-3\] \+ \(-1,\)\)\)",
+    ):
+        DQN("Breakout-MinAtar", encoder=KeepsImageAxes())
+    with pytest.raises(
+        ValueError, match=r"encoder=KeepsImageAxes returns features of shape \(4, 4, 16\) .* \(6, 6, 1\)"
+    ):
+        PQN(FlippedLitSide(), encoder={"frame": KeepsImageAxes()})
+    with pytest.raises(ValueError, match=r"encoder=DropsTheBatch returns features of shape \(400,\) .* keep the"):
+        DQN("Breakout-MinAtar", encoder=DropsTheBatch())
+
+
+def test_an_encoder_of_ones_own_ending_in_a_flat_vector_is_accepted():
+    encoder = Flattened()
+    assert DQN("Breakout-MinAtar", encoder=encoder).network_args.encoder is encoder
+    by_key = PQN(FlippedLitSide(), encoder={"frame": encoder}).network_args.encoder.encoders
+    assert [(key, module) for key, _, module in by_key] == [("flip", None), ("frame", encoder)]
+
+
 def test_memory_behind_an_image_encoder_reads_the_encoders_features():
     agent = PPO("Breakout-MinAtar", encoder="minatar_cnn", memory=MemoryConfig("gru", 8))
     actor, _ = agent_parts(ProximalActorCritic, agent).networks

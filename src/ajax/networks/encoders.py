@@ -15,11 +15,13 @@ leading batch or time axes, and end in a flat feature vector:
   stride 1 and 128 units. The Nature torso cannot read MinAtar's 10x10 boards.
 
 Any flax module that maps a batch of observations to a batch of feature vectors can be
-given instead; it reads the observation in the env's own shape.
+given instead; it reads the observation in the env's own shape, and is applied once to an
+abstract observation at construction to see that it ends in a flat vector.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -28,7 +30,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ajax.state import ACTION_MASK, MASKED, ObservationPart
+from ajax.state import ACTION_MASK, MASKED, ObservationPart, unpacked
 
 FLAT = "mlp"
 
@@ -140,11 +142,11 @@ def build_encoder(
     puts a LayerNorm before each of a named encoder's activations (the IMPALA ResNet's last
     layer only: its residual stages are the paper's), for an agent that normalises every layer.
     Refuses what cannot be read (an image encoder on vectors, a frame smaller than its kernels
-    reach, a key the observation lacks), naming the shape, at construction rather than deep
-    inside tracing.
+    reach, a key the observation lacks, a module of the user's that does not end in a flat
+    vector), naming the shape, at construction rather than deep inside tracing.
     """
     if isinstance(value, nn.Module):
-        return value
+        return _flat_features(value, parts, agent)
     shapes = {part.key: part.shape for part in parts if part.key != ACTION_MASK}  # a mask is applied, not read
     if None in shapes:
         if isinstance(value, Mapping):
@@ -167,8 +169,14 @@ def build_encoder(
                 f"{agent}'s encoder={value!r} reads images, but none of this env's observation keys is an image: "
                 f"{shapes}. Use encoder='mlp'."
             )
+    by_key = {part.key: dataclasses.replace(part, key=None) for part in parts}  # each key's array on its own
     encoders = tuple(
-        (key, one if isinstance(one, nn.Module) else _named(one, shapes[key], f"{agent} (key {key!r})", layer_norm))
+        (
+            key,
+            _flat_features(one, (by_key[key],), f"{agent} (key {key!r})")
+            if isinstance(one, nn.Module)
+            else _named(one, shapes[key], f"{agent} (key {key!r})", layer_norm),
+        )
         for key, one in sorted(chosen.items())
     )
     if all(module is None for _, module in encoders):
@@ -194,6 +202,48 @@ def _named(value: str, shape: tuple[int, ...], agent: str, layer_norm: bool) -> 
             f"observations are {height}x{width}. Choose {' or '.join(map(repr, fits))} for images this small."
         )
     return module(layer_norm=layer_norm)
+
+
+def _flat_features(module: nn.Module, parts: tuple[ObservationPart, ...], agent: str) -> nn.Module:
+    """`module`, once it has turned a batch of one observation kept as `parts` into one flat float vector.
+
+    A module of the user's is first called inside tracing, where features that keep their
+    image axes meet the agent's layers and fail far from the encoder ("cond branches must
+    have equal output types"). `jax.eval_shape` initialises it here on abstract values of one
+    stored observation, read as the networks read it (`as_read`): it traces without
+    compiling, so construction stays cheap, and the refusal names encoder= and the shapes.
+    """
+    stored = unpacked({part.key: jax.ShapeDtypeStruct((1, *part.shape), part.dtype) for part in parts})
+    shape = unpacked({part.key: part.shape for part in parts})
+    named = f"{agent}'s encoder={type(module).__name__}"
+
+    def features(obs: Any) -> Any:
+        return module.init_with_output(jax.random.PRNGKey(0), as_read(obs, parts))[0]
+
+    try:
+        out = jax.eval_shape(features, stored)
+    except Exception as error:  # whatever applying it raised, said against the keyword
+        first_line = (str(error).splitlines() or [""])[0].rstrip(".")
+        raise ValueError(
+            f"{named} fails on a batch holding one observation of shape {shape}: {type(error).__name__}: {first_line}."
+        ) from error
+    if not isinstance(out, jax.ShapeDtypeStruct) or out.ndim < 2 or out.shape[0] != 1:
+        got = f"features of shape {out.shape}" if isinstance(out, jax.ShapeDtypeStruct) else repr(out)
+        raise ValueError(
+            f"{named} returns {got} for a batch holding one observation of shape {shape}: an encoder must keep the "
+            "observation's leading axes (seeds, env copies, time) and end in one flat vector per observation."
+        )
+    each = out.shape[1:]
+    if len(each) != 1:
+        raise ValueError(
+            f"{named} returns features of shape {each} for an observation of shape {shape}: an encoder must end in "
+            f"a flat vector per observation; flatten its output (e.g. x.reshape(x.shape[:-{len(each)}] + (-1,)))."
+        )
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise ValueError(
+            f"{named} returns features of dtype {out.dtype}: the agent's layers read floats; return a float vector."
+        )
+    return module
 
 
 class DictEncoder(nn.Module):
