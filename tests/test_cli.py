@@ -169,6 +169,47 @@ def test_bad_numbers_are_usage_errors(capsys):
     assert "never evaluate" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["train", "DQN", "CartPole-v1", "--seed", "3"],
+            "ajax train: error: unknown option --seed; did you mean --seeds?",
+        ),
+        (
+            ["train", "DQN", "CartPole-v1", "--tim=10"],
+            "ajax train: error: unknown option --tim; did you mean --timesteps?",
+        ),
+        (["eval", "runs/x", "--episode", "5"], "ajax eval: error: unknown option --episode; did you mean --episodes?"),
+        (["sweep", "PPO", "CartPole-v1", "--gri", "gamma=0.9,0.99"], "unknown option --gri; did you mean --grid?"),
+        (["train", "DQN", "CartPole-v1", "--zzz"], "ajax train: error: unknown option --zzz; did you mean --zoo?"),
+    ],
+)
+def test_an_abbreviated_or_unknown_option_is_refused_naming_the_option_meant(argv, message, tmp_path, capsys):
+    """`--seed 3` once trained seeds 0, 1 and 2 (argparse read it as `--seeds 3`): no abbreviation is taken."""
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_every_parser_refuses_abbreviations_and_full_options_still_parse():
+    parser = cli.build_parser()
+    (commands,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    assert not parser.allow_abbrev and not any(sub.allow_abbrev for sub in commands.choices.values())
+    args = parser.parse_args(["train", "DQN", "CartPole-v1", "--seeds", "3", "--n-envs=2"])
+    assert (args.seeds, args.n_envs) == (3, 2)
+
+
+def test_out_naming_a_file_is_refused_in_one_line(tmp_path, capsys):
+    taken = tmp_path / "notes.txt"
+    taken.write_text("not a run folder")
+    for out, file in ((taken, taken), (taken / "run", taken)):
+        assert main(["train", "DQN", "CartPole-v1", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"--out {out}: {file} is a file, not a folder. --out names the run folder (made if missing).\n"
+    assert taken.read_text() == "not a run folder"
+
+
 def test_param_values_read_as_python_would_write_them():
     assert parse_value("1e-3") == 0.001 and parse_value("64") == 64 and parse_value("-1") == -1
     assert parse_value("true") is True and parse_value("False") is False and parse_value("none") is None

@@ -5,7 +5,8 @@ then the old one goes. Meanwhile a keyword that no longer does anything stays ac
 and `warn_inert` tells whoever still passes it, pointing at their line. A keyword known
 under another name (`renamed_keywords`) is refused with the name to use, where Python's
 own TypeError would only say that the keyword is unexpected; so is a keyword that went
-(`removed_keywords`), with what to write instead.
+(`removed_keywords`), with what to write instead, and one that design pages name but Ajax never
+took (`absent_keywords`), with what to do instead.
 """
 
 from __future__ import annotations
@@ -88,6 +89,14 @@ def removed_keywords(*names: str) -> Callable[[Class], Class]:
             )
             for name in names
         }
+    )
+
+
+def absent_keywords(explanations: dict[str, str]) -> Callable[[Class], Class]:
+    """A class decorator: passing a keyword of `explanations`, one that write-ups of the class name but
+    it never took, raises a TypeError naming it with its explanation (what to do instead)."""
+    return _refusing(
+        {name: lambda owner, _, name=name: f"{owner} takes no {name}=: {explanations[name]}" for name in explanations}
     )
 
 

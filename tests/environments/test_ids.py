@@ -2,6 +2,7 @@
 
 import importlib
 import subprocess
+import sys
 
 import pytest
 
@@ -34,8 +35,14 @@ def test_suite_id_lists_match_the_installed_packages():
     for env_id in ids.CRAFTAX_IDS:
         if "Pixels" not in env_id:  # the pixel ids: test_the_craftax_pixel_ids_build
             make_craftax_env_from_name(env_id, auto_reset=False)
-    listed = set(jumanji.registered_environments()) - {"Sokoban-v0"}  # it downloads its levels when built
+    for env_id in ids.UNROUTED_SUITE_IDS["craftax"]:  # names Craftax builds only with its own auto-reset
+        if "Pixels" not in env_id:
+            make_craftax_env_from_name(env_id, auto_reset=True)
+            with pytest.raises(ValueError, match="Unknown craftax environment"):
+                make_craftax_env_from_name(env_id, auto_reset=False)
+    listed = set(jumanji.registered_environments()) - set(ids.UNROUTED_SUITE_IDS["jumanji"])
     assert set(ids.JUMANJI_IDS) | set(ids.JUMANJI_UNSUPPORTED_IDS) == listed
+    assert set(ids.UNROUTED_SUITE_IDS["jumanji"]) <= set(jumanji.registered_environments())
     for env_id in ids.JUMANJI_IDS:
         assert isinstance(jumanji.make(env_id).action_spec, specs.DiscreteArray), env_id
 
@@ -67,6 +74,44 @@ def test_an_unknown_id_names_the_closest_ones():
         prepare_env("CartpoleBalanse")
     with pytest.raises(ValueError, match="Closest ids: Pendulum-v1"):
         prepare_env("pendulum")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "reason", "supported"),
+    [
+        ("Sokoban-v0", "it downloads its levels from the Hugging Face hub", "Jumanji ids: Snake-v1, Game2048-v1"),
+        (
+            "Craftax-Symbolic-AutoReset-v1",
+            "Craftax resets its episodes inside the step.*Craftax-Symbolic-v1 is the same game",
+            "Craftax ids: Craftax-Classic-Symbolic-v1",
+        ),
+    ],
+)
+def test_a_suites_id_that_ajax_leaves_out_is_refused_with_why(env_id, reason, supported):
+    suite = supported.split()[0]
+    with pytest.raises(ValueError, match=rf"'{env_id}' is a {suite} environment that Ajax does not support: {reason}"):
+        prepare_env(env_id)
+    with pytest.raises(ValueError, match=f"; supported {supported}"):
+        prepare_env(env_id)
+
+
+def test_an_id_a_newer_suite_registers_is_refused_as_that_suites(monkeypatch):
+    """Read from the installed package's registry: an id Ajax's list lacks is not called unknown."""
+    import jumanji
+    import navix
+
+    monkeypatch.setattr(jumanji, "registered_environments", lambda: {"Snake-v1", "Snake-v2"})
+    with pytest.raises(ValueError, match="'Snake-v2' is a Jumanji environment that Ajax does not support: the "):
+        prepare_env("Snake-v2")
+    monkeypatch.setattr(navix, "registry", lambda: {"Navix-Empty-5x5-v0": None, "Navix-Empty-7x7-v0": None})
+    with pytest.raises(ValueError, match=r"'Navix-Empty-7x7-v0' is a Navix environment .*unchecked; supported Navix"):
+        prepare_env("Navix-Empty-7x7-v0")
+
+
+def test_without_the_suite_installed_its_unlisted_id_gets_the_closest_ids(monkeypatch):
+    monkeypatch.setitem(sys.modules, "jumanji", None)  # `import jumanji` raises ImportError
+    with pytest.raises(ValueError, match="Unknown environment id 'Snake-v2'. Closest ids: Snake-v1"):
+        prepare_env("Snake-v2")
 
 
 def test_a_missing_backend_package_says_how_to_install_it(monkeypatch):

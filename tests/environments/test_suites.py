@@ -86,7 +86,8 @@ def test_jumanji_observations_are_dicts_with_their_action_mask():
 
 
 def test_a_jumanji_env_with_several_actions_is_refused_with_why():
-    with pytest.raises(TypeError, match=r"'Tetris-v0' acts in a MultiDiscreteArray of shape \(2,\).*Snake-v1"):
+    refusal = r"'Tetris-v0' is a Jumanji environment that Ajax does not support: it acts in a MultiDiscreteArray"
+    with pytest.raises(TypeError, match=rf"{refusal} of shape \(2,\).*supported Jumanji ids: Snake-v1"):
         prepare_env("Tetris-v0")
 
 

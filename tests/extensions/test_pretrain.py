@@ -10,6 +10,7 @@ seconds each to compile (its on-policy folds: tests/extensions/test_expert.py).
 """
 
 import functools
+import inspect
 from dataclasses import dataclass
 
 import jax
@@ -184,3 +185,14 @@ def test_cloning_pretrain_refuses_what_it_cannot_serve():
         CloningPretrain(pd_expert, n_steps=0)
     with pytest.raises(ValueError, match="reset_actor_head must be True or False, got 'yes'"):
         CloningPretrain(pd_expert, reset_actor_head="yes")
+
+
+@pytest.mark.parametrize(
+    ("keyword", "instead"),
+    [("skip_actor", "leave it out of extensions="), ("reset_log_std", "no log-std parameter moves.*nothing to reset")],
+)
+def test_a_keyword_the_design_pages_name_says_what_to_do_instead(keyword, instead):
+    """The design pages wrote CloningPretrain(skip_actor=, reset_log_std=): refused by name, not as unexpected."""
+    with pytest.raises(TypeError, match=rf"^CloningPretrain takes no {keyword}=: .*{instead}"):
+        CloningPretrain(pd_expert, **{keyword: True})
+    assert keyword not in inspect.signature(CloningPretrain).parameters

@@ -22,6 +22,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     """The `eval` subcommand's parser, under the `ajax` parser's `commands`."""
     evaluate = commands.add_parser(
         "eval",
+        allow_abbrev=False,
         help="evaluate the agent a run folder checkpointed",
         description="Restore RUN_DIR's checkpoint into the agent its config.json describes and evaluate every seed.",
     )

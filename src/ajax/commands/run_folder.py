@@ -69,6 +69,22 @@ def json_number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
+def make_run_folder(out: Path) -> str | None:
+    """Make the run folder `out` and any folder above it; None, or why it cannot be made, naming --out.
+
+    `--out` naming a file, or a path under one, is the user's to fix: said in one line, where
+    `Path.mkdir` would end the command in a traceback after the agent was built.
+    """
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        file = next((path for path in (out, *out.parents) if path.is_file()), out)
+        return f"--out {out}: {file} is a file, not a folder. --out names the run folder (made if missing)."
+    except OSError as error:
+        return f"--out {out}: the run folder cannot be made ({error.strerror}). Give --out a folder you can write to."
+    return None
+
+
 def write_config(path: Path, agent_config: dict[str, Any], cli_arguments: dict[str, Any]) -> None:
     """The agent's settings and the command's, so a run can be told apart and repeated."""
     config = {**agent_config, "cli": cli_arguments}

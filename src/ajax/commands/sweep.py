@@ -40,6 +40,7 @@ from ajax.commands.run_folder import (
     Row,
     chunk_targets,
     json_number,
+    make_run_folder,
     read_jsonl,
     write_csv,
     write_jsonl,
@@ -50,6 +51,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     """The `sweep` subcommand's parser, under the `ajax` parser's `commands`."""
     sweep = commands.add_parser(
         "sweep",
+        allow_abbrev=False,
         help="train every configuration of a hyperparameter grid on every seed as one compiled program",
         description="Train AGENT on ENV_ID for every combination of the --grid values and every seed 0..N-1 as "
         "one compiled program; write config.json, evaluations.jsonl, evaluations.csv, learning_curves.png and a "
@@ -236,7 +238,10 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
         return 2
     template = agent_class(env_id, **fixed)  # the fixed settings' agent: its config and rollout length
     out = Path(args.resume) if args.resume is not None else _default_out(agent_name, env_id, args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    problem = make_run_folder(out)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     previous: list[Row] = []
     if args.resume is not None and not (out / CHECKPOINT).exists():
         console.print(

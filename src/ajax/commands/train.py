@@ -60,6 +60,7 @@ from ajax.commands.run_folder import (
     N_CHUNKS,
     Row,
     chunk_targets,
+    make_run_folder,
     read_jsonl,
     saved_run,
     write_config,
@@ -76,6 +77,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     """The `train` subcommand's parser, under the `ajax` parser's `commands`."""
     train = commands.add_parser(
         "train",
+        allow_abbrev=False,
         help="train an agent on an environment and write the run's results to a folder",
         description="Train AGENT on ENV_ID for every seed 0..N-1 and write config.json, evaluations.jsonl, "
         "evaluations.csv and learning_curve.png to the run folder.",
@@ -501,7 +503,10 @@ def train_command(args: argparse.Namespace, console: Console) -> int:
     total, log_frequency = budget
     out = Path(args.out) if args.out is not None else _default_out(agent_name, args.env_id)
     run = _Run(agent_name, args.env_id, agent, list(range(int(args.seeds))), total, log_frequency, out)
-    out.mkdir(parents=True, exist_ok=True)
+    problem = make_run_folder(out)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 2
     state, previous_rows = None, []
     if args.resume is not None and not (out / CHECKPOINT).exists():
         # Stopped before its first checkpoint: nothing was trained that a restart would not redo.

@@ -3,7 +3,10 @@
 The Brax, MuJoCo Playground, TargetGym, Craftax, Navix and Jumanji ids are listed here
 rather than read from the packages, so routing an id, or telling a user their package is
 missing, imports nothing heavy. `tests/environments/test_ids.py` checks these lists against
-the installed packages. The sets are disjoint: an id names one environment.
+the installed packages. The sets are disjoint: an id names one environment. An id a suite
+knows but Ajax does not route is refused as that suite's, with the reason: the ids left out
+on purpose are declared, and an installed suite's registry is read only on the way to
+refusing an id the lists lack.
 """
 
 from __future__ import annotations
@@ -138,7 +141,7 @@ NAVIX_IDS = (
 )
 
 # Jumanji's ids with one discrete action. Those with several actions or agents follow: routed, then refused
-# with the reason. Sokoban-v0 is left out: it downloads its levels from the Hugging Face hub when built.
+# with the reason. Sokoban-v0 is left out (UNROUTED_SUITE_IDS).
 JUMANJI_IDS = (
     "Snake-v1",
     "Game2048-v1",
@@ -168,6 +171,24 @@ JUMANJI_UNSUPPORTED_IDS = (
     "Sudoku-very-easy-v0",
     "Tetris-v0",
 )
+
+SUITE_NAMES = {"craftax": "Craftax", "navix": "Navix", "jumanji": "Jumanji"}
+SUPPORTED_SUITE_IDS = {"craftax": CRAFTAX_IDS, "navix": NAVIX_IDS, "jumanji": JUMANJI_IDS}
+
+# Ids a suite knows that Ajax leaves out, and why: refused as that suite's, not as unknown ids.
+UNROUTED_SUITE_IDS: dict[str, dict[str, str]] = {
+    "jumanji": {
+        "Sokoban-v0": "it downloads its levels from the Hugging Face hub when it is built, which a run on a machine "
+        "without network cannot do",
+    },
+    # Craftax builds these names only with its own auto-reset, whose step returns the next episode's first
+    # observation in place of the last one, which Ajax bootstraps a truncation from.
+    "craftax": {
+        f"Craftax-{kind}-AutoReset-v1": f"Craftax resets its episodes inside the step, dropping the final "
+        f"observation Ajax bootstraps a time limit from; Craftax-{kind}-v1 is the same game, reset by Ajax"
+        for kind in ("Classic-Symbolic", "Classic-Pixels", "Symbolic", "Pixels")
+    },
+}
 
 # backend -> (pip extra that installs it, its import name)
 PACKAGES = {
@@ -216,6 +237,10 @@ def known_env_ids() -> tuple[str, ...]:
 
 
 def unknown_env_message(env_id: str) -> str:
+    """Why `env_id` routes nowhere: a suite's id that Ajax leaves out, with the reason; else the closest ids."""
+    unrouted = unrouted_suite_message(env_id)
+    if unrouted is not None:
+        return unrouted
     close = difflib.get_close_matches(env_id, known_env_ids(), n=5, cutoff=0.55)
     if not close:  # ids differ in case and separators more than in letters: "Halfcheetah" for "halfcheetah"
         lowered = {i.lower().replace("_", "").replace("-", ""): i for i in known_env_ids()}
@@ -233,6 +258,57 @@ def unknown_env_message(env_id: str) -> str:
         f"({ENVPOOL_PREFIX}Pong-v5, ...; {ENVPOOL_XLA_PREFIX!r} for its XLA interface); or pass a gymnax-style "
         "environment object with its params, or a Gymnasium env."
     )
+
+
+def unsupported_env_message(env_id: str, backend: str, reason: str) -> str:
+    """`env_id`, an id of the suite `backend`, refused with `reason` and the suite's ids Ajax takes."""
+    name = SUITE_NAMES[backend]
+    return (
+        f"{env_id!r} is a {name} environment that Ajax does not support: {reason}; supported {name} ids: "
+        f"{', '.join(SUPPORTED_SUITE_IDS[backend])}."
+    )
+
+
+def unrouted_suite_message(env_id: str) -> str | None:
+    """The refusal of an id a suite knows but Ajax does not route; None for an id no suite knows.
+
+    The ids Ajax leaves out on purpose are declared (`UNROUTED_SUITE_IDS`). Any other is an id the
+    installed package registers that Ajax's lists, checked against another version of it, lack.
+    """
+    for backend, reasons in UNROUTED_SUITE_IDS.items():
+        if env_id in reasons:
+            return unsupported_env_message(env_id, backend, reasons[env_id])
+    backend = _registering_suite(env_id)
+    if backend is None:
+        return None
+    name = SUITE_NAMES[backend]
+    reason = (
+        f"the installed {name} registers it, but Ajax's list of {name} ids, checked against another version of "
+        f"{name}, lacks it, so its observation and action structure are unchecked"
+    )
+    return unsupported_env_message(env_id, backend, reason)
+
+
+def _registering_suite(env_id: str) -> str | None:
+    """The suite whose installed package registers `env_id`; None where none does or the package is absent.
+
+    Read only on the way to refusing an id, so routing a listed id imports no suite. Navix, slow to
+    import, is asked only about an id named like its own; Craftax keeps no registry to read.
+    """
+    try:
+        import jumanji
+    except ImportError:
+        pass
+    else:
+        if env_id in jumanji.registered_environments():
+            return "jumanji"
+    if not env_id.startswith("Navix-"):
+        return None
+    try:
+        import navix
+    except ImportError:
+        return None
+    return "navix" if env_id in navix.registry() else None
 
 
 def _registered_in_gymnasium(env_id: str) -> bool:

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from ajax.environments.ids import JUMANJI_IDS
+from ajax.environments.ids import unsupported_env_message
 from ajax.wrappers import step_resetting_when_done
 
 NEVER = 2**31 - 1  # a suite's own time limit, lifted where Ajax keeps the limit
@@ -213,9 +213,9 @@ def make_jumanji(env_id: str, episode_length: int | None) -> JumanjiEnv:
     if own_limit is not None:  # Maze's ends with a zero discount: lifted, and kept as Ajax's truncation
         game = jumanji.make(env_id, time_limit=NEVER)
     if not isinstance(game.action_spec, specs.DiscreteArray):
-        raise TypeError(
-            f"Jumanji's {env_id!r} acts in a {type(game.action_spec).__name__} of shape "
-            f"{tuple(game.action_spec.shape)} (several actions or agents per step); Ajax's agents take one action "
-            f"per step. Jumanji ids with one discrete action: {', '.join(JUMANJI_IDS)}."
+        reason = (
+            f"it acts in a {type(game.action_spec).__name__} of shape {tuple(game.action_spec.shape)} (several "
+            "actions or agents per step), and Ajax's agents take one discrete action per step"
         )
+        raise TypeError(unsupported_env_message(env_id, "jumanji", reason))
     return JumanjiEnv(game, env_id, episode_length or own_limit)

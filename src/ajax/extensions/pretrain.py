@@ -9,11 +9,22 @@ import jax
 import jax.numpy as jnp
 
 from ajax.buffers.dataset import expert_transitions
+from ajax.deprecation import absent_keywords
 from ajax.extensions.base import ExtensionContext, check_fields
 from ajax.extensions.cloning import fit, output_layers
 from ajax.extensions.expert import ExpertExtension
 
+ABSENT_KEYWORDS = {
+    "skip_actor": "the actor's cloning is all CloningPretrain does, so leave it out of extensions= "
+    "(CriticPretrain fits the critics).",
+    "reset_log_std": "the cloning fits the actor's mode, which no log-std parameter moves, so they come out of it "
+    "as they went in; nothing to reset.",
+}
+"""Keywords the design pages give CloningPretrain that it does not take, each with what to do instead
+(docs/extensions.md): a call passing one is told so, where Python's TypeError would only call it unexpected."""
 
+
+@absent_keywords(ABSENT_KEYWORDS)
 @dataclass(frozen=True)
 class CloningPretrain(ExpertExtension):
     """Fit the actor to the expert's actions on `n_steps` of the expert's own experience.
