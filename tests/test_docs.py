@@ -22,11 +22,13 @@ import shlex
 import sys
 import traceback
 import types
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from ajax.agents.base import BudgetWarning
 from ajax.cli import build_parser
 from tests.conftest import cut_budgets
 
@@ -114,7 +116,9 @@ def run_blocks(blocks: list[Block], full: bool, namespace: dict) -> None:
         source = cut_budgets(block.text, CUT_BUDGET) if cut else block.text
         stdout = io.StringIO()
         try:
-            with contextlib.redirect_stdout(stdout):
+            with contextlib.redirect_stdout(stdout), warnings.catch_warnings():
+                if cut:  # the suite's budget, not the page's: what it warns of says nothing of the page
+                    warnings.simplefilter("ignore", BudgetWarning)
                 exec(compile(source, f"{block.page}:{block.line}", "exec"), namespace)
         except Exception:
             pytest.fail(f"{block.where} raised:\n{traceback.format_exc(limit=-3)}", pytrace=False)

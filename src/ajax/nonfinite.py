@@ -7,13 +7,18 @@ the env handed in, the networks' parameters and, with them, the update's losses 
 norms. The check is a few reductions per step, folded into the state with no host callback,
 so a run without a logging backend still compiles to a cacheable program. `train()` reads the record
 once the run returns and warns or raises, telling an env fault from a divergence.
+
+On an env whose observations carry an action mask, the same record counts the steps whose mask
+allowed no action, and notes when the first was: the agent then acted as if unmasked
+(`ajax.state.allowed_actions`), which no number in the run shows. `train()` warns of them with a
+`NoAllowedActionWarning`.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -45,16 +50,45 @@ class NonFiniteError(FloatingPointError):
     """A run went non-finite and `train(on_nonfinite="raise")` was asked for."""
 
 
+class NoAllowedActionWarning(UserWarning):
+    """The env handed the agent observations whose action mask allowed no action."""
+
+
+@struct.dataclass
+class NoAllowedAction:
+    """One seed's steps (per env copy) acted on an observation whose action mask allowed no action,
+    and the timestep of the first.
+
+    The first is noted while the count is 0, so a checkpoint from before this record, restored
+    with it filled (`NonFinite.added_fields`), counts from a clean record.
+    """
+
+    steps: jax.Array
+    first: jax.Array
+
+    @classmethod
+    def clean(cls) -> NoAllowedAction:
+        return cls(steps=jnp.asarray(0, jnp.int32), first=jnp.asarray(-1, jnp.int32))
+
+
 @struct.dataclass
 class NonFinite:
-    """One seed's record: the first timestep anything went non-finite (-1: never), and what did."""
+    """One seed's record: the first timestep anything went non-finite (-1: never), and what did;
+    on an env with an action mask, its steps with no allowed action (None without one)."""
 
     timestep: jax.Array
     kinds: jax.Array
+    no_action: NoAllowedAction | None = None
+
+    added_fields: ClassVar[frozenset[str]] = frozenset({"no_action"})
 
     @classmethod
-    def clean(cls) -> NonFinite:
-        return cls(timestep=jnp.asarray(-1, jnp.int32), kinds=jnp.asarray(0, jnp.int32))
+    def clean(cls, action_masked: bool = False) -> NonFinite:
+        return cls(
+            timestep=jnp.asarray(-1, jnp.int32),
+            kinds=jnp.asarray(0, jnp.int32),
+            no_action=NoAllowedAction.clean() if action_masked else None,
+        )
 
 
 def _any_nonfinite(leaves: Sequence[Any]) -> jax.Array:
@@ -100,11 +134,30 @@ def record(state: Any, kinds: jax.Array) -> Any:
     first = (noted.timestep < 0) & (kinds != 0)
     same_step = noted.timestep == timestep
     return state.replace(
-        nonfinite=NonFinite(
+        nonfinite=noted.replace(
             timestep=jnp.where(first, timestep, noted.timestep),
             kinds=jnp.where(first | same_step, noted.kinds | kinds, noted.kinds),
         )
     )
+
+
+def record_no_action(state: Any, mask: jax.Array, timestep: jax.Array, acted: jax.Array | None = None) -> Any:
+    """The state with the observations whose action `mask` (n_envs, n_actions) allows nothing counted,
+    `timestep` noted if they are the first. `acted` (n_envs,): which copies' actions the env executes
+    (None: all). A state without the record (built outside the training loop) is returned as it is.
+    """
+    if state.nonfinite is None or state.nonfinite.no_action is None:
+        return state
+    noted = state.nonfinite.no_action
+    none_allowed = ~jnp.any(mask, axis=-1)
+    if acted is not None:
+        none_allowed &= acted
+    count = jnp.sum(none_allowed, dtype=jnp.int32)
+    first = (noted.steps == 0) & (count > 0)
+    no_action = NoAllowedAction(
+        steps=noted.steps + count, first=jnp.where(first, jnp.asarray(timestep, jnp.int32), noted.first)
+    )
+    return state.replace(nonfinite=state.nonfinite.replace(no_action=no_action))
 
 
 def describe(kinds: int) -> str:
@@ -112,9 +165,11 @@ def describe(kinds: int) -> str:
 
 
 def report(nonfinite: NonFinite | None, seeds: Sequence[Any], on_nonfinite: str) -> None:
-    """Warn (or raise) naming each seed that went non-finite, when, what, and where to look."""
+    """Warn (or raise) naming each seed that went non-finite, when, what, and where to look; warn
+    first of the steps with no allowed action, whatever `on_nonfinite`."""
     if nonfinite is None:
         return
+    report_no_action(nonfinite.no_action, seeds)
     timesteps, kinds = jax.device_get((nonfinite.timestep, nonfinite.kinds))
     lines, env_fault = [], False
     for seed, timestep, bits in zip(seeds, timesteps.tolist(), kinds.tolist(), strict=True):
@@ -137,3 +192,26 @@ def report(nonfinite: NonFinite | None, seeds: Sequence[Any], on_nonfinite: str)
     if on_nonfinite == "raise":
         raise NonFiniteError(message)
     warnings.warn(message, NonFiniteWarning, stacklevel=3)
+
+
+def report_no_action(no_action: NoAllowedAction | None, seeds: Sequence[Any]) -> None:
+    """Warn naming each seed that acted where its action mask allowed nothing: how often, from when,
+    and what the agent did there."""
+    if no_action is None:
+        return
+    steps, first = jax.device_get((no_action.steps, no_action.first))
+    lines = [
+        f"seed {seed}: {count:,} step{'s' if count != 1 else ''}, the first at timestep {timestep:,}"
+        for seed, count, timestep in zip(seeds, steps.tolist(), first.tolist(), strict=True)
+        if count > 0
+    ]
+    if not lines:
+        return
+    warnings.warn(
+        "The env's action mask allowed no action on "
+        + "; ".join(lines)
+        + ". There the agent acted as if the observation had no mask, choosing among every action. Check the "
+        "env's mask, or end the episode where no action is allowed.",
+        NoAllowedActionWarning,
+        stacklevel=4,
+    )

@@ -108,6 +108,19 @@ ACTION_MASK = "action_mask"
 MASKED = -1e9
 
 
+def allowed_actions(mask: jax.Array) -> jax.Array:
+    """The actions an action mask (..., n_actions) allows; every action where it allows none.
+
+    A mask that forbids everything leaves no right choice, and masking every action would pick
+    one silently: a greedy argmax over values all at `MASKED` takes the first action, and a
+    Q-learning target bootstraps from gamma * MASKED. The agent acts and bootstraps there as
+    if the observation had no mask; collection counts such steps and `train` reports them
+    (`ajax.nonfinite.NoAllowedAction`).
+    """
+    mask = jnp.asarray(mask, bool)
+    return mask | ~jnp.any(mask, axis=-1, keepdims=True)
+
+
 @dataclass(frozen=True)
 class ObservationPart:
     """One array of an observation as an agent keeps it behind an image encoder, or beside an

@@ -43,6 +43,7 @@ from ajax.agents.base import (
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
 from ajax.devices import Placement, jit_run, jit_run_once
+from ajax.environments.host import host_errors
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import write_rows
 from ajax.state import SEED_AXIS, BaseAgentState
@@ -286,7 +287,8 @@ def sweep(
     if initial_state is None:
         keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
         keys = placement.spread(jnp.repeat(keys[None], len(runs), 0))
-        initial_state = jit_run_once(placement.program(program.fresh))(values, keys)
+        with host_errors():  # a host env's reset that raised, as itself
+            initial_state = jit_run_once(placement.program(program.fresh))(values, keys)
     else:
         _check_resumed(initial_state, len(runs), len(seeds))
 
@@ -300,7 +302,9 @@ def sweep(
         program = SweepProgram.build(agents, dataclasses.replace(run, record=False))
         initial_state = placement.spread(strongly_typed(initial_state))
     keys = placement.spread(jnp.zeros((len(runs), len(seeds), 2), jnp.uint32))
-    with warnings.catch_warnings():
+    # host_errors: a host env's exception as itself, not as the JAX runtime error that stops the
+    # program; a context here rather than a decorator, so warnings keep pointing at the caller.
+    with warnings.catch_warnings(), host_errors():
         warnings.filterwarnings("ignore", "Some donated buffers were not usable")
         state, rows = jit_run(placement.program(program.run), donate_argnums=(2,))(values, keys, initial_state)
         state, rows = placement.gather(jax.block_until_ready((state, rows)))

@@ -310,6 +310,19 @@ def test_an_expert_answering_the_wrong_shape_is_refused(user):
         EXPERT_USERS[user](flat_expert)
 
 
+def nan_expert(obs):
+    """The PD expert divided by a gain that came out as zero: NaN torques, the right shape."""
+    return pd_expert(obs) * jnp.nan
+
+
+@pytest.mark.parametrize("user", sorted(EXPERT_USERS))
+def test_an_expert_answering_nan_is_refused_at_construction_naming_its_keyword(user):
+    keyword = {"PPO+ImitationLoss": "ImitationLoss's expert", "collect_dataset": "collect_dataset's expert"}
+    named = keyword.get(user, "expert_policy=")
+    with pytest.raises(ValueError, match=rf"^{named} \(nan_expert\) answers .*with a non-finite action"):
+        EXPERT_USERS[user](nan_expert)
+
+
 @pytest.mark.parametrize(
     ("expert", "error", "match"),
     [
@@ -378,11 +391,35 @@ RESUME_MISMATCHES = {
         {},
         r"actor_state\.params\..* \(the actor's architecture differs\)",
     ),
-    "another-env": (
-        lambda: AGENTS["PPO"]("CartPole-v1"),
+    "another-env": (  # three actions each: the env differs, the action space not
         lambda: AGENTS["PPO"]("Acrobot-v1"),
+        lambda: AGENTS["PPO"]("MountainCar-v0"),
         {},
         r"collector_state\..* \(the environment or n_envs differs\)",
+    ),
+    "another-action-space": (
+        lambda: AGENTS["PPO"]("Pendulum-v1"),
+        lambda: AGENTS["PPO"]("CartPole-v1"),
+        {},
+        "the state was made for continuous actions of size 1; this agent's env has 2 discrete actions",
+    ),
+    "another-action-count": (
+        lambda: AGENTS["DQN"]("CartPole-v1", buffer_size=1_000),
+        lambda: AGENTS["DQN"]("Acrobot-v1", buffer_size=1_000),
+        {},
+        "the state was made for 2 discrete actions; this agent's env has 3 discrete actions",
+    ),
+    "memory-into-none": (
+        lambda: AGENTS["PPO"]("CartPole-v1", memory={"kind": "gru", "hidden_size": 8}),
+        lambda: AGENTS["PPO"]("CartPole-v1"),
+        {},
+        "the state was made by an agent with memory of kind 'gru'; this one has none",
+    ),
+    "no-memory-into-memory": (
+        lambda: AGENTS["TD3"]("Pendulum-v1", buffer_size=1_000),
+        lambda: AGENTS["TD3"]("Pendulum-v1", buffer_size=1_000, memory={"kind": "lstm", "hidden_size": 8}),
+        {},
+        "the state was made by an agent without memory; this one has memory of kind 'lstm'",
     ),
     "more-seeds": (
         lambda: AGENTS["AVG"]("Pendulum-v1"),
@@ -400,7 +437,7 @@ RESUME_MISMATCHES = {
 
 
 @pytest.mark.parametrize("case", sorted(RESUME_MISMATCHES))
-def test_a_resumed_state_from_another_agent_env_architecture_or_seed_count_is_refused(case):
+def test_a_resumed_state_made_differently_is_refused_naming_the_difference(case):
     maker, resumer, arguments, match = RESUME_MISMATCHES[case]
     with pytest.raises(ValueError, match=f"initial_state does not fit this .*: .*{match}"):
         resumer().train(initial_state=zero_state(maker()), n_timesteps=0, **arguments)

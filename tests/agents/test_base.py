@@ -5,6 +5,7 @@ import warnings
 import pytest
 
 from ajax import DQN, PPO, SAC, TDMPC2
+from ajax.agents.base import BudgetWarning
 from ajax.agents.registry import AGENTS
 from ajax.logging.wandb_logging import LoggingConfig
 
@@ -54,6 +55,24 @@ def test_seed_steps_beyond_the_budget_warn_and_reaching_them_updates():
         warnings.filterwarnings("error", message=".*leaves no update.*")
         state, _ = agent.train(seed=0, n_timesteps=100)
     assert int(state.n_updates[0]) == 100
+
+
+def test_a_budget_shorter_than_one_rollout_warns_that_the_call_runs_it_whole():
+    """PPO runs whole rollouts: asked for 20 steps of 2 x 16, it runs 32; asked for 32, it warns of nothing."""
+    agent = PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=32, n_epochs=1, actor_architecture=SMALL)
+    with pytest.warns(BudgetWarning, match=r"budget of 20 timesteps .* rollout of PPO \(n_steps=16 x n_envs=2 = 32"):
+        state, _ = agent.train(seed=0, n_timesteps=20)
+    assert int(state.collector_state.timestep[0]) == 32 and int(state.n_updates[0]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BudgetWarning)
+        agent.train(seed=0, n_timesteps=32)
+
+
+def test_a_budget_shorter_than_one_apg_update_window_warns_before_anything_compiles():
+    agent = AGENTS["APG"]("Pendulum-v1", n_envs=2, horizon=8, actor_architecture=SMALL)
+    with warnings.catch_warnings(), pytest.raises(BudgetWarning, match=r"one update window of APG \(horizon=8 x n_"):
+        warnings.simplefilter("error", BudgetWarning)
+        agent.train(seed=0, n_timesteps=15)
 
 
 def test_log_frequency_beyond_the_budget_warns():

@@ -261,6 +261,15 @@ def test_bad_input(tiny_dataset):
         collect_dataset("Pendulum-v1", pd_expert, 4, noise=-1.0)
 
 
+def test_a_dataset_holding_a_nan_or_an_infinity_is_refused_naming_the_field_and_the_first_row(tiny_dataset):
+    reward = tiny_dataset.reward.at[200].set(jnp.nan).at[201].set(jnp.inf)
+    with pytest.raises(ValueError, match=r"IQL's dataset holds a NaN in reward at index 200 \(of 256\): clean"):
+        IQL("Pendulum-v1", dataset=tiny_dataset.replace(reward=reward))
+    next_obs = tiny_dataset.next_obs.at[7, 1].set(-jnp.inf)
+    with pytest.raises(ValueError, match=r"an infinity \(-inf\) in next_obs at index 7 \(of 256\)"):
+        IQL("Pendulum-v1", dataset=tiny_dataset.replace(next_obs=next_obs))
+
+
 def lit_side_expert(obs):
     """LitSideContinuous's best action from a batch of frames as stored: the lit column's half."""
     column = jnp.argmax(obs.reshape(-1, 6, 6).max(axis=1), axis=-1)

@@ -170,3 +170,6 @@ def test_mistakes_are_refused(dataset):
         TDMPC2MultiTask(dataset, **{**SMALL, "encoder": "nature_cnn"})
     with pytest.raises(ValueError, match=r"Task 'Reacher-misc' has 200 rows in the dataset, fewer than one training "):
         TDMPC2MultiTask(dataset, **{**SMALL, "horizon": 201})
+    # A dataset built in memory rather than loaded from a file is checked at construction.
+    with pytest.raises(ValueError, match=r"TDMPC2MultiTask's dataset holds a NaN in reward at index 450 \(of 600\)"):
+        TDMPC2MultiTask(dataset.replace(reward=dataset.reward.at[450].set(jnp.nan)), **SMALL)

@@ -120,6 +120,14 @@ def test_a_failed_save_leaves_the_previous_file_and_no_temporary_one(dataset, tm
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
+def test_from_datasets_refuses_a_tasks_nonfinite_value_naming_the_task_field_and_row():
+    wide = table(5, 3, 2, first_row=0)
+    broken = wide.replace(action=wide.action.copy())
+    broken.action[3, 1] = np.inf
+    with pytest.raises(ValueError, match=r"Task 'wide'.s dataset holds an infinity \(inf\) in action at index 3 "):
+        MultiTaskDataset.from_datasets({"wide": broken}, LENGTHS, RANGES)
+
+
 def write(path, dataset: MultiTaskDataset, **changes) -> None:
     """A file like save's, with some entries changed (None: left out)."""
     contents = {name: np.asarray(getattr(dataset, name)) for name in ("obs", "action", "reward", "next_obs")}
@@ -145,6 +153,7 @@ def test_load_refuses_a_damaged_file_naming_it(dataset, tmp_path):
         ({"truncated": np.zeros(8, bool)}, r"truncated has shape \(8,\), expected \(9,\)"),
         ({"task": np.full(9, 2, np.int32)}, r"every row's task id must index its 2 tasks"),
         ({"tasks": np.asarray(json.dumps([{"name": "wide"}]))}, r"holds tasks that are not a list of TaskInfo"),
+        ({"reward": np.where(np.arange(9) == 6, np.nan, 0.0)}, r"holds a NaN in reward at index 6 \(of 9\)"),
     ],
 )
 def test_load_refuses_a_file_missing_a_key_or_whose_arrays_and_tasks_disagree(dataset, tmp_path, changes, message):

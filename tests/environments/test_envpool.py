@@ -7,6 +7,7 @@ import pytest
 
 from ajax import PPO, SAC
 from ajax.environments.create import make_env
+from ajax.environments.host import HostEnvError, host_errors
 from ajax.logging.wandb_logging import LoggingConfig
 from tests.environments.test_host import rollout
 
@@ -32,6 +33,32 @@ def test_a_terminal_step_pays_and_the_next_step_is_a_real_one():
     assert terminated[0, :, 0].any() and not truncated.any()
     # EnvPool's own auto-reset spends the step after a terminal on the reset, paying 0: not here.
     assert (reward == 1.0).all()
+
+
+def test_a_task_raising_in_a_run_is_raised_naming_it_and_the_step(monkeypatch):
+    import envpool
+
+    class Failing:
+        """An EnvPool pool whose third step raises."""
+
+        def __init__(self, pool):
+            self.pool, self.steps = pool, 0
+
+        def __getattr__(self, name):
+            return getattr(self.pool, name)
+
+        def step(self, *args):
+            self.steps += 1
+            if self.steps == 3:
+                raise RuntimeError("the emulator crashed")
+            return self.pool.step(*args)
+
+    env, params = make_env("envpool:CartPole-v1")
+    make = envpool.make
+    monkeypatch.setattr(envpool, "make", lambda *args, **kwargs: Failing(make(*args, **kwargs)))
+    message = "envpool:CartPole-v1 raised RuntimeError in step 3 of its pool of 2 copies: the emulator crashed"
+    with pytest.raises(HostEnvError, match=message), host_errors():
+        rollout(env, params, [0] * 5, n_envs=2)
 
 
 def test_atari_frames_come_channels_last_as_uint8_and_unknown_ids_name_the_closest():

@@ -5,10 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from gymnasium.envs.classic_control import CartPoleEnv
 
 from ajax import SAC
 from ajax.environments.create import make_env, prepare_env
-from ajax.environments.host import GymnasiumEnv
+from ajax.environments.host import GymnasiumEnv, HostEnvError, host_errors
 from ajax.logging.wandb_logging import LoggingConfig
 
 RETURN = "Eval/episodic mean reward"
@@ -31,6 +32,71 @@ class Countdown(gymnasium.Env):
 
 
 gymnasium.register("AjaxTest/Countdown-v0", entry_point=Countdown, max_episode_steps=3)
+
+
+class OldStep(Countdown):
+    """Still on the old Gym API: step returns (obs, reward, done, info)."""
+
+    def step(self, action):
+        obs, reward, terminated, _, info = super().step(action)
+        return obs, reward, terminated, info
+
+
+class OldReset(Countdown):
+    """Still on the old Gym API: reset returns the observation alone."""
+
+    def reset(self, *, seed=None, options=None):
+        return super().reset(seed=seed)[0]
+
+
+class Unseeded(Countdown):
+    """Still on the old Gym API: reset takes no seed."""
+
+    def reset(self):
+        return super().reset()
+
+
+class WrongShape(Countdown):
+    """Declares one number and observes two."""
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return np.concatenate([obs, obs]), *rest
+
+
+class TwoRewards(Countdown):
+    """Pays two rewards a step, as a vector env's step would."""
+
+    def step(self, action):
+        obs, reward, *rest = super().step(action)
+        return obs, np.array([reward, reward]), *rest
+
+
+class FloatImage(Countdown):
+    """Declares a uint8 image and observes floats in it."""
+
+    observation_space = gymnasium.spaces.Box(0, 255, (2, 2, 1), np.uint8)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.full((2, 2, 1), 0.5), {}
+
+
+FAULT = {"at": None}  # the step at which each Faulty env raises; None: it never does
+
+
+class Faulty(CartPoleEnv):
+    """CartPole whose every copy raises at its `FAULT["at"]`-th step since it was built."""
+
+    def step(self, action):
+        self.steps_taken = getattr(self, "steps_taken", 0) + 1
+        if self.steps_taken == FAULT["at"]:
+            raise RuntimeError("the pole sensor came loose")
+        return super().step(action)
+
+
+gymnasium.register("AjaxTest/OldStep-v0", entry_point=OldStep, max_episode_steps=3)
+gymnasium.register("AjaxTest/Faulty-v0", entry_point=Faulty, max_episode_steps=50)
 
 
 def rollout(env, params, actions, n_envs=1, n_seeds=1):
@@ -98,6 +164,47 @@ def test_unsupported_spaces_are_refused_with_what_to_do():
 
     with pytest.raises(TypeError, match="observation space is Tuple.*FlattenObservation"):
         GymnasiumEnv(Tupled, "tupled")
+
+
+@pytest.mark.parametrize(
+    ("build", "name"),
+    [
+        (lambda: prepare_env("gymnasium:AjaxTest/OldStep-v0"), "gymnasium:AjaxTest/OldStep-v0's step"),
+        (lambda: prepare_env(OldStep()), "gymnasium:OldStep's step"),
+        (lambda: GymnasiumEnv(OldStep, "unwrapped"), r"unwrapped's step returned 4 values .*: the old Gym API"),
+        (lambda: prepare_env(OldReset()), "gymnasium:OldReset's reset returned one ndarray, not"),
+        (lambda: prepare_env(Unseeded()), "gymnasium:Unseeded's reset"),
+    ],
+    ids=["step-id", "step-object", "step-unwrapped", "reset-pair", "reset-seed"],
+)
+def test_an_env_on_the_old_gym_api_is_refused_at_construction_naming_it(build, name):
+    """Gymnasium's wrappers fail on the old API themselves: the env beneath is asked, so the
+    message names the env and the fix rather than a wrapper's unpacking error."""
+    with pytest.raises(TypeError, match=f"{name}.*Gymnasium's reset returns.*terminated, truncated"):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        (WrongShape, r"WrongShape's step returned an observation of shape \(2,\) .*declares shape \(1,\)"),
+        (FloatImage, r"FloatImage's reset returned an observation of shape \(2, 2, 1\) and dtype float64.*uint8"),
+        (TwoRewards, r"TwoRewards's step returned a reward of shape \(2,\)"),
+    ],
+)
+def test_what_the_run_could_not_hold_is_refused_at_construction(env, message):
+    with pytest.raises(ValueError, match=message):
+        prepare_env(env())
+
+
+def test_an_env_raising_in_a_run_is_raised_as_itself_naming_the_env_and_its_step(monkeypatch):
+    monkeypatch.setitem(FAULT, "at", 7)
+    env, params = make_env("gymnasium:AjaxTest/Faulty-v0")
+    with pytest.raises(HostEnvError) as raised, host_errors():
+        rollout(env, params, [0] * 10, n_envs=2)
+    assert str(raised.value).startswith("gymnasium:AjaxTest/Faulty-v0 raised RuntimeError in step 7 (action 0)")
+    assert isinstance(raised.value.__cause__, RuntimeError)
+    assert str(raised.value.__cause__) == "the pole sensor came loose"
 
 
 @pytest.mark.parametrize("vectorization_mode", ["vector_entry_point", "sync"])
@@ -173,3 +280,35 @@ def test_the_cli_trains_on_a_gymnasium_id_and_says_what_a_resume_cannot_restore(
     with contextlib.redirect_stdout(said):
         assert main(["train", "--resume", str(out)]) == 0
     assert "every copy starts a fresh episode" in " ".join(said.getvalue().split())
+
+
+def test_the_cli_keeps_the_last_checkpoint_when_the_env_raises_and_resumes_once_it_is_fixed(
+    tmp_path, monkeypatch, capsys
+):
+    """The env raises in the run's second chunk: the error names it and its step, the first chunk's
+    checkpoint loads, and `--resume` with the env fixed reaches the budget."""
+    from ajax import DQN
+    from ajax.checkpoint import restore_into
+    from ajax.cli import main
+
+    settings = {"n_envs": 1, "architecture": ("32", "relu"), "learning_starts": 50}
+    out = tmp_path / "run"
+    run = ["train", "DQN", "gymnasium:AjaxTest/Faulty-v0", "--timesteps", "200", "--log-frequency", "100"]
+    run += ["--n-envs", "1", "--num-episode-test", "1", "--param", "architecture=32,relu"]
+    run += ["--param", "learning_starts=50", "--out", str(out)]
+    monkeypatch.setitem(FAULT, "at", 150)  # the second chunk's 50th step: 100 -> 200
+    assert main(run) == 1
+    said = capsys.readouterr().err
+    assert "RuntimeError: the pole sensor came loose" in said  # the env's own traceback
+    assert "gymnasium:AjaxTest/Faulty-v0 raised RuntimeError in step 150 (action" in said
+    assert f"ajax train --resume {out}" in said and "CpuCallback" not in said
+
+    def reached() -> int:
+        skeleton, _ = agent.train(seed=[0], n_timesteps=0, total_timesteps=200)
+        return int(restore_into(skeleton, out / "checkpoint.ckpt", agent=agent).collector_state.timestep[0])
+
+    agent = DQN("gymnasium:AjaxTest/Faulty-v0", **settings)
+    assert reached() == 100
+    monkeypatch.setitem(FAULT, "at", None)  # the env fixed
+    assert main(["train", "--resume", str(out)]) == 0
+    assert reached() == 200

@@ -7,14 +7,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import struct
+from gymnax.environments import environment, spaces
 
 from ajax import DQN, PPO, PQN, SAC, UDRL, DAgger
 from ajax.environments.interaction import epsilon_greedy
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.networks.encoders import ActionMasked
+from ajax.nonfinite import NoAllowedActionWarning, NonFinite, record_no_action
 from ajax.state import MASKED
 from ajax.wrappers import WithoutActionMask
-from tests.probe_envs import MaskedBestAction
+from tests.probe_envs import MaskedBestAction, ProbeParams, ProbeState
 
 MASK = jnp.array([[True, True, False], [False, True, True]])
 
@@ -120,3 +123,72 @@ def test_without_action_mask_needs_a_mask_to_drop():
 
     with pytest.raises(ValueError, match="needs a dict observation with an 'action_mask' key; CartPole-v1's has none"):
         WithoutActionMask(gymnax.make("CartPole-v1")[0])
+
+
+class DeadEnd(environment.Environment):
+    """Four-step episodes of three actions (the third forbidden) whose mask allows nothing at the
+    third step: time 2 of every episode."""
+
+    @property
+    def default_params(self) -> ProbeParams:
+        return ProbeParams(max_steps_in_episode=100)
+
+    def observe(self, time):
+        mask = jnp.where(time == 2, jnp.zeros(3, bool), jnp.array([True, True, False]))
+        return {"x": jnp.asarray(time, jnp.float32)[None] / 4, "action_mask": mask}
+
+    def reset_env(self, key, params):
+        return self.observe(0), ProbeState(time=0)
+
+    def step_env(self, key, state, action, params):
+        time = state.time + 1
+        return self.observe(time), ProbeState(time=time), jnp.asarray(action == 1, jnp.float32), time >= 4, {}
+
+    def action_space(self, params):
+        return spaces.Discrete(3)
+
+    def observation_space(self, params):
+        return spaces.Dict({"x": spaces.Box(0.0, 1.0, (1,)), "action_mask": spaces.Box(0, 1, (3,), jnp.bool_)})
+
+
+def test_steps_where_the_mask_allows_nothing_are_counted_and_reported_with_seed_count_and_first_timestep():
+    agent = PPO(DeadEnd(), n_envs=1, n_steps=8, batch_size=8, n_epochs=1, actor_architecture=("16", "relu"))
+    with pytest.warns(NoAllowedActionWarning) as caught:
+        state, _ = agent.train(seed=[0, 3], n_timesteps=64)
+    steps = int(state.collector_state.timestep[0])
+    dead_ends = len(range(2, steps, 4))  # one copy, its episodes 4 steps long: timesteps 2, 6, 10, ...
+    message = str(caught[0].message)
+    for seed in (0, 3):
+        assert f"seed {seed}: {dead_ends} steps, the first at timestep 2" in message, message
+    assert "as if the observation had no mask" in message
+    np.testing.assert_array_equal(state.nonfinite.no_action.steps, [dead_ends, dead_ends])
+
+
+def test_a_mask_that_allows_nothing_is_lifted_rather_than_every_action_masked():
+    """No argmax over values all at MASKED (the first action, a target of gamma * MASKED): the row
+    that allows nothing is read unmasked, greedy takes its best value and exploration any action."""
+    mask = jnp.array([[True, True, False], [False, False, False]])
+    q = ActionMasked(Constant()).apply({}, {"action_mask": mask})
+    np.testing.assert_array_equal(q, [[5.0, 1.0, MASKED], [5.0, 1.0, 9.0]])
+    explore = epsilon_greedy(1.0, masked=True)
+    actions = jax.vmap(lambda key: explore(q, key, 0))(jax.random.split(jax.random.PRNGKey(0), 300))
+    assert set(np.unique(actions[:, 0])) == {0, 1} and set(np.unique(actions[:, 1])) == {0, 1, 2}
+
+
+@struct.dataclass
+class Recorded:
+    nonfinite: NonFinite
+
+
+def test_the_record_counts_only_executed_actions_and_a_restored_record_of_zeros_counts_from_clean():
+    empty, allowed = jnp.zeros(3, bool), jnp.ones(3, bool)
+    masks = jnp.stack([empty, allowed, empty])
+    state = Recorded(NonFinite.clean(action_masked=True))
+    state = record_no_action(state, masks, jnp.int32(6), acted=jnp.array([False, True, True]))  # a last row's: none
+    state = record_no_action(state, masks, jnp.int32(9))
+    assert (int(state.nonfinite.no_action.steps), int(state.nonfinite.no_action.first)) == (3, 6)
+    restored = Recorded(jax.tree.map(jnp.zeros_like, NonFinite.clean(action_masked=True)))  # NaN read as int
+    restored = record_no_action(restored, masks, jnp.int32(12))
+    assert (int(restored.nonfinite.no_action.steps), int(restored.nonfinite.no_action.first)) == (2, 12)
+    unmasked = Recorded(NonFinite.clean())
+    assert record_no_action(unmasked, masks, jnp.int32(6)) is unmasked

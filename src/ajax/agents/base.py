@@ -20,11 +20,13 @@ import numpy as np
 
 from ajax import nonfinite
 from ajax.agents.loop import RunSettings
+from ajax.agents.made_by import action_difference, memory_difference
 from ajax.agents.updates_owed import check_gradient_steps
 from ajax.buffers.growth import grown, held_capacity, leaves_by_path
 from ajax.checks import is_count, require_counts
 from ajax.devices import ONE_DEVICE, Placement, jit_run, jit_run_once
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
+from ajax.environments.host import host_errors
 from ajax.environments.interaction import REPLAY_FIELDS
 from ajax.environments.obs_norm import NormalizationConfig
 from ajax.environments.pid_terms import PIDTerms
@@ -177,7 +179,7 @@ def expert_in_agent_units(expert_policy: Callable[..., Any] | None, env_args: En
     """An agent's `expert_policy=` read in agent units, once, at construction (None without one)."""
     if expert_policy is None:
         return None
-    return ExpertInAgentUnits.for_env(expert_policy, env_args)
+    return ExpertInAgentUnits.for_env(expert_policy, env_args, "expert_policy=")
 
 
 def shallow_fields(config: Any) -> dict[str, Any]:
@@ -259,6 +261,7 @@ def shared_counters(state: BaseAgentState) -> dict[str, int]:
 # reported: an env changes the networks' input too, so the env is named before the networks.
 _STATE_PARTS = (
     ("collector_state.buffer_state", "the replay buffer's size"),
+    ("collector_state.memory", "the memory's sizes or n_envs"),
     ("collector_state", "the environment or n_envs"),
     ("actor_state.params", "the actor's architecture"),
     ("critic_state.params", "the critic's architecture"),
@@ -274,11 +277,13 @@ def _part(path: str) -> tuple[int, str]:
     return next((rank, meaning) for rank, (prefix, meaning) in enumerate(_STATE_PARTS) if path.startswith(prefix))
 
 
-def state_mismatch(state: Any, skeleton: Any) -> str | None:
+def state_mismatch(state: Any, skeleton: Any, actions: tuple[bool, int] | None = None) -> str | None:
     """What differs between a state handed to `train` and the one this agent builds, or None.
 
     Compared leaf by leaf (structure, shape, dtype), so the error names a leaf that differs and
     what it belongs to instead of failing with a shape error deep inside the compiled program.
+    Memory and, given this agent's env's `actions` (continuous, size or count), the action
+    space change many leaves at once: a difference in them is named as such (`ajax.agents.made_by`).
     """
     if type(state) is not type(skeleton):
         return f"it is a {type(state).__name__}, this agent's state a {type(skeleton).__name__}: another agent made it"
@@ -296,6 +301,11 @@ def state_mismatch(state: Any, skeleton: Any) -> str | None:
             problems.append(f"{path} is {dtype}{list(shape)} there, {leaf.dtype}{list(leaf.shape)} here")
     if not problems:
         return None
+    named = memory_difference(state, skeleton)
+    if named is None and actions is not None:
+        named = action_difference(theirs, ours, *actions)
+    if named is not None:
+        return named
     first = min(problems, key=lambda problem: (_part(problem)[0], problem))
     return f"{first} ({_part(first)[1]} differs)"
 
@@ -335,6 +345,11 @@ def strongly_typed(state: BaseAgentState) -> BaseAgentState:
     return jax.tree.map(lambda x: jnp.asarray(x, x.dtype) if getattr(x, "weak_type", False) else x, state)
 
 
+class BudgetWarning(UserWarning):
+    """A call's budget that trains otherwise than it reads: it ends before the agent's first
+    update, or it is shorter than the one whole on-policy rollout the call then runs."""
+
+
 class ActorCritic:
     """The base of every agent: environment, configuration dataclasses, extensions, train()."""
 
@@ -348,6 +363,9 @@ class ActorCritic:
     encoder_layer_norm: ClassVar[bool] = False
     # Whether an unlogged run returns each update's metrics in place of evaluations (APG).
     update_metrics: ClassVar[bool] = False
+    # What an on-policy agent calls the steps it collects before each update, and the keyword
+    # that sets them per env copy (`rollout_steps`), as a budget warning names them.
+    rollout_keyword: ClassVar[tuple[str, str]] = ("rollout", "n_steps")
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES
     # What the batches its loss and target phases fold over carry: a replay's transitions.
     batch_fields: ClassVar[frozenset[str]] = REPLAY_FIELDS
@@ -656,14 +674,32 @@ class ActorCritic:
         learning_starts = getattr(self.agent_config, "learning_starts", None)
         return None if learning_starts is None else ("learning_starts", int(learning_starts), int(learning_starts) + 1)
 
-    def check_budget(self, end_timestep: int) -> None:
-        """Warn when the steps before the first update fill the whole call, so the run never learns."""
+    def check_budget(self, end_timestep: int, start_timestep: int = 0) -> None:
+        """Warn when a call from `start_timestep` to `end_timestep` will not train as its budget reads.
+
+        Off-policy, the steps before the first update may fill the whole call, so the run never
+        learns. On-policy, a budget shorter than one rollout still runs that rollout whole, and
+        so the call ends past its budget (docs/training.md, Budgets).
+        """
         first = self.first_update()
         if first is not None and first[2] > end_timestep:
             keyword, value, _ = first
             warnings.warn(
                 f"{keyword}={value} leaves no update before the call's end ({end_timestep} timesteps): "
                 f"{self.name} will only collect warm-up actions and never update. Lower {keyword} or train longer.",
+                BudgetWarning,
+                stacklevel=4,
+            )
+        rollout, budget = self.rollout_steps(), end_timestep - start_timestep
+        if rollout is not None and budget < rollout:
+            noun, keyword = self.rollout_keyword
+            n_envs = int(self.env_args.n_envs)
+            warnings.warn(
+                f"A budget of {budget} timesteps is shorter than one {noun} of {self.name} ({keyword}="
+                f"{rollout // n_envs} x n_envs={n_envs} = {rollout} steps): {self.name} runs whole {noun}s, so this "
+                f"call runs {rollout} timesteps, past its budget. Train for at least {rollout} timesteps, or lower "
+                f"{keyword}.",
+                BudgetWarning,
                 stacklevel=4,
             )
 
@@ -691,7 +727,7 @@ class ActorCritic:
                 f"this state stands at timestep {start}, so n_timesteps={max(horizon - start, 0)} reaches the horizon."
             )
         if n_timesteps:
-            self.check_budget(end)
+            self.check_budget(end, start)
         if logging_config is not None:
             if end // logging_config.log_frequency == start // logging_config.log_frequency:
                 warnings.warn(
@@ -755,13 +791,15 @@ class ActorCritic:
         if initial_state is None:
             check_fits(self._skeleton(one_seed, run, n_seeds), self.name, n_seeds)  # before allocating it
             keys = placement.spread(jnp.stack([jax.random.PRNGKey(s) for s in seeds]))
-            initial_state = self._fresh_program(one_seed, run, placement)(keys)
+            with host_errors():  # a host env's reset that raised, as itself
+                initial_state = self._fresh_program(one_seed, run, placement)(keys)
         else:
-            problem = state_mismatch(initial_state, self._skeleton(one_seed, run, n_seeds))
+            actions = (self.env_args.continuous, self.env_args.action_dim)
+            problem = state_mismatch(initial_state, self._skeleton(one_seed, run, n_seeds), actions)
             if problem is not None:
                 raise ValueError(
                     f"initial_state does not fit this {self.name}: {problem}. Resume a state with the agent that "
-                    "made it: the same class, architectures, env, n_envs and extensions, and as many seeds."
+                    "made it: the same class, architectures, memory, env, n_envs and extensions, and as many seeds."
                 )
             initial_state = placement.spread(strongly_typed(initial_state))
         # A fresh run is a resumed call from the initial state: both run one compiled program,
@@ -772,7 +810,9 @@ class ActorCritic:
         # stopped on the way out, also when training raises. Its runs are named after the
         # seeds given, or their positions when a resumed state holds other seeds.
         names = seeds if seeds is not None else list(range(n_seeds))
-        with recording(logging_config if live else None, names), warnings.catch_warnings():
+        # host_errors: a host env's exception as itself, not as the JAX runtime error that stops the
+        # program; a context here rather than a decorator, so warnings keep pointing at the caller.
+        with recording(logging_config if live else None, names), warnings.catch_warnings(), host_errors():
             # The shared counters go in per seed and run unbatched: XLA cannot reuse those three.
             warnings.filterwarnings("ignore", "Some donated buffers were not usable")
             iterations = placement.spread(jnp.full((n_seeds,), one_seed.n_iterations, jnp.int32))
@@ -785,6 +825,7 @@ class ActorCritic:
         nonfinite.report(state.nonfinite, names, on_nonfinite)
         return state, (rows if logging_config is not None or self.update_metrics else None)
 
+    @host_errors()
     def evaluate(self, state: BaseAgentState, num_episode_test: int = 10, seed: int = 0) -> dict[str, np.ndarray]:
         """Evaluate every seed of a trained (or restored) state: each metric per seed.
 

@@ -230,7 +230,8 @@ class TrainLoop:
         return self.run.total_timesteps
 
     def fresh_state(self, init: Callable[[jax.Array], BaseAgentState]) -> Callable[[jax.Array], BaseAgentState]:
-        return lambda key: self.extensions.fold_init(init(key).replace(nonfinite=nonfinite.NonFinite.clean()))
+        masked = self.env_args.action_masked
+        return lambda key: self.extensions.fold_init(init(key).replace(nonfinite=nonfinite.NonFinite.clean(masked)))
 
     def off_policy(
         self,

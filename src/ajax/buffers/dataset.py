@@ -89,12 +89,7 @@ def check_dataset(dataset: Any, env_args: EnvironmentConfig, agent: str) -> Data
                 f"{agent}'s dataset does not fit {env_args.env.name}: {name} has shape {got}, expected {shape} "
                 f"({size} transitions, observations of shape {observation_shape}, action_dim={env_args.action_dim})."
             )
-    if env_args.continuous and float(np.max(np.abs(np.asarray(dataset.action)))) > 1.0 + _UNIT_TOLERANCE:
-        raise ValueError(
-            f"{agent}'s dataset holds actions outside [-1, 1]: actions must be in the agent's units. Map env-unit "
-            "actions with ajax.environments.utils.env_action_to_agent and clip them, or collect with collect_dataset."
-        )
-    return Dataset(
+    checked = Dataset(
         obs=jnp.asarray(dataset.obs, observation_dtype),
         action=jnp.asarray(dataset.action, jnp.float32 if env_args.continuous else jnp.int32),
         reward=jnp.asarray(dataset.reward, jnp.float32),
@@ -102,6 +97,39 @@ def check_dataset(dataset: Any, env_args: EnvironmentConfig, agent: str) -> Data
         terminated=jnp.asarray(dataset.terminated, bool),
         truncated=jnp.asarray(dataset.truncated, bool) & ~jnp.asarray(dataset.terminated, bool),
     )
+    refuse_nonfinite(checked, f"{agent}'s dataset")
+    if env_args.continuous and float(jnp.max(jnp.abs(checked.action))) > 1.0 + _UNIT_TOLERANCE:
+        raise ValueError(
+            f"{agent}'s dataset holds actions outside [-1, 1]: actions must be in the agent's units. Map env-unit "
+            "actions with ajax.environments.utils.env_action_to_agent and clip them, or collect with collect_dataset."
+        )
+    return checked
+
+
+def refuse_nonfinite(dataset: Any, whose: str) -> None:
+    """Refuse a dataset with a NaN or an infinity in any float field, naming the field and its first row.
+
+    Offline data enters from outside the run, so it is checked where it enters: inside the
+    compiled program one NaN reward would surface only as a non-finite loss some updates
+    later (the non-finite guard's report), with nothing pointing back at the row. `whose`
+    names the dataset in the message ("IQL's dataset", a file's path).
+    """
+    for field in dataclasses.fields(dataset):
+        values = getattr(dataset, field.name)
+        if not field.metadata.get("pytree_node", True) or not jnp.issubdtype(jnp.result_type(values), jnp.floating):
+            continue
+        values = jnp.atleast_1d(jnp.asarray(values))
+        finite = jnp.isfinite(values).reshape(values.shape[0], -1).all(axis=1)
+        if bool(finite.all()):
+            continue
+        row = int(jnp.argmin(finite))
+        in_row = np.asarray(values[row], np.float64).ravel()
+        first = in_row[~np.isfinite(in_row)][0]
+        what = "a NaN" if np.isnan(first) else f"an infinity ({first})"
+        raise ValueError(
+            f"{whose} holds {what} in {field.name} at index {row:,} (of {values.shape[0]:,}): clean the data before "
+            "training; Ajax will not train on it."
+        )
 
 
 def _kept_observation(env_args: EnvironmentConfig, agent: str) -> tuple[tuple[int, ...], str]:
@@ -196,7 +224,10 @@ def collect_dataset(
         raise ValueError(f"noise is a standard deviation in continuous agent units (>= 0), got {noise}.")
     if n_steps < 1 or n_steps % n_envs:
         raise ValueError(f"n_steps must be a positive multiple of n_envs={n_envs}, got {n_steps}.")
-    policy = expert if isinstance(expert, ExpertInAgentUnits) else ExpertInAgentUnits.for_env(expert, env_args)
+    if isinstance(expert, ExpertInAgentUnits):
+        policy = expert
+    else:
+        policy = ExpertInAgentUnits.for_env(expert, env_args, "collect_dataset's expert")
 
     def rollout(key: jax.Array) -> Transition:
         steps = expert_transitions(key, env_args, policy, n_steps // n_envs, noise)

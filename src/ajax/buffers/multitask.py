@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from ajax.buffers.dataset import Dataset
+from ajax.buffers.dataset import Dataset, refuse_nonfinite
 from ajax.environments.interaction import Transition
 
 
@@ -111,6 +111,7 @@ class MultiTaskDataset:
         for index, (name, data) in enumerate(datasets.items()):
             if data.action.ndim != 2:
                 raise ValueError(f"Task {name!r} has discrete actions; TD-MPC2's multi-task model acts continuously.")
+            refuse_nonfinite(data, f"Task {name!r}'s dataset")
             truncated = np.asarray(data.truncated, bool).copy()
             truncated[-1] = True  # the block's end: no window crosses into the next task
             blocks.append(
@@ -193,7 +194,8 @@ class MultiTaskDataset:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> MultiTaskDataset:
         """The dataset `save` wrote at `path`, checked: a ValueError naming the file if it is damaged,
-        lacks a key, or its arrays and tasks do not fit together (a file edited or written by other code)."""
+        lacks a key, its arrays and tasks do not fit together (a file edited or written by other code), or a
+        float array holds a NaN or an infinity (`refuse_nonfinite`)."""
         path = Path(path)
         try:
             with np.load(path, allow_pickle=False) as file:
@@ -239,4 +241,6 @@ class MultiTaskDataset:
                 )
         if size < 1 or arrays["task"].min() < 0 or arrays["task"].max() >= len(tasks):
             raise ValueError(f"{path}: it needs a row, and every row's task id must index its {len(tasks)} tasks.")
-        return cls(**{name: jnp.asarray(array) for name, array in arrays.items()}, tasks=tasks)
+        loaded = cls(**{name: jnp.asarray(array) for name, array in arrays.items()}, tasks=tasks)
+        refuse_nonfinite(loaded, f"The dataset in {path}")
+        return loaded

@@ -211,6 +211,7 @@ def _settings(args: argparse.Namespace) -> tuple[dict[str, Any] | None, str | No
 
 def sweep_command(args: argparse.Namespace, console: Console) -> int:
     """`ajax sweep`: check the grid before anything compiles, train in chunks, write, rank."""
+    from ajax.agents.base import BudgetWarning
     from ajax.agents.registry import AGENTS
     from ajax.checkpoint import CheckpointError, restore_into, save_checkpoint
     from ajax.logging.wandb_logging import LoggingConfig
@@ -284,7 +285,7 @@ def sweep_command(args: argparse.Namespace, console: Console) -> int:
                 continue
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="log_frequency=", category=UserWarning)
-                warnings.filterwarnings("ignore", message="learning_starts=", category=UserWarning)
+                warnings.filterwarnings("ignore", category=BudgetWarning)  # a chunk's budget is not the run's
                 state, evaluations, _ = sweep(
                     agent_class,
                     env_id,

@@ -32,6 +32,7 @@ import contextlib
 import json
 import sys
 import time
+import traceback
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -173,6 +174,7 @@ def train_in_chunks(
     load it from the compile cache. Each chunk trains to its target with the run's horizon, which
     makes the whole equal to one call.
     """
+    from ajax.agents.base import BudgetWarning
     from ajax.logging.wandb_logging import LoggingConfig
 
     logging_config = LoggingConfig(log_frequency=log_frequency)
@@ -185,7 +187,7 @@ def train_in_chunks(
             continue
         with warnings.catch_warnings():
             # Both warnings judge one chunk as if it were the run: the run's own budget was checked once.
-            warnings.filterwarnings("ignore", message="learning_starts=", category=UserWarning)
+            warnings.filterwarnings("ignore", category=BudgetWarning)
             warnings.filterwarnings("ignore", message="log_frequency=", category=UserWarning)
             state, evaluations = agent.train(
                 seed=list(seeds),
@@ -408,6 +410,7 @@ def _train_with_progress(
     """Train the chunks under a progress bar, the rows and checkpoint written after each; an interrupt or a
     non-finite stop keeps what the finished chunks wrote."""
     from ajax.checkpoint import save_checkpoint
+    from ajax.environments.host import HostEnvError
     from ajax.nonfinite import NonFiniteError
 
     def all_rows(chunks: Sequence[dict[str, np.ndarray]]) -> list[Row]:
@@ -446,6 +449,8 @@ def _train_with_progress(
             interrupted = True
         except NonFiniteError as error:  # --on-nonfinite raise: stop, keep the finished chunks' files
             stopped = str(error)
+        except HostEnvError as error:  # the env raised: stop, keep the finished chunks' files
+            state, stopped = None, _host_failure(error, run.out)  # the state went to the chunk that failed
         except OSError as error:  # a full disk: each file is written beside the old one, so the last stays whole
             unwritable = (
                 f"Could not write to {run.out} ({error.strerror or error}): its checkpoint still holds the last "
@@ -453,6 +458,14 @@ def _train_with_progress(
             )
     wall_time = time.perf_counter() - started
     return _Outcome(all_rows(chunks), state, interrupted, stopped, wall_time, unwritable)
+
+
+def _host_failure(error: Exception, out: Path) -> str:
+    """What `ajax train` prints when a host env raised mid-run: the env's own traceback, the error naming the env
+    and its step, and how to go on."""
+    cause = "".join(traceback.format_exception(error.__cause__)) if error.__cause__ is not None else ""
+    kept = "its checkpoint holds the last chunk that finished" if (out / CHECKPOINT).exists() else "no chunk finished"
+    return f"{cause}{error}\nThe run stopped; {kept}. Fix the env, then run `ajax train --resume {out}`."
 
 
 def _write_and_summarise(run: _Run, outcome: _Outcome, console: Console, compiled: CompileTally) -> int:

@@ -35,6 +35,7 @@ from ajax.environments.ids import (
     missing_package_message,
     unknown_env_message,
 )
+from ajax.environments.observation_checks import check_observation_space, check_observation_structure
 from ajax.environments.suites import make_craftax, make_jumanji, make_navix
 from ajax.state import ACTION_MASK, EnvironmentConfig, ObservationPart
 from ajax.wrappers import Wrapper
@@ -114,6 +115,7 @@ def _check_custom_env(env: Any) -> None:
             f"{type(env).__name__}.step's info must hold 'final_observation', the observation the step reached "
             "before any auto-reset (gymnax's Environment.step provides it)."
         )
+    check_observation_structure(env.observation_space(params), type(env).__name__)
     declared = declared_shape(env.observation_space(params))
     returned = {"reset": obs, "step": out[0], "step's final_observation": out[5]["final_observation"]}
     for where, value in returned.items():
@@ -248,6 +250,7 @@ def prepare_env(
         env = ActionRepeat(env, action_repeat)
 
     action_space = env.action_space(params)
+    check_observation_space(env, params, action_space)
     observation_dim = flat_size(env.observation_space(params))
     max_steps = int(getattr(params, "max_steps_in_episode", 1000))
     max_episode_steps = math.ceil(max_steps / action_repeat)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from gymnax.environments import spaces
 
-from ajax.environments.host import HostEnv, _space, host_actions, key_seed
+from ajax.environments.host import HostEnv, HostEnvError, _space, host_actions, key_seed
 from ajax.environments.ids import ENVPOOL_PREFIX as PREFIX
 
 SITE_BITS = 20  # a slot is (site << SITE_BITS) | copy: a million copies per place in the program
@@ -52,6 +52,7 @@ class EnvPoolPool:
         self.action_space = action_space  # EnvPool's own: actions go back in its dtype
         self.flip = flip  # channels first in EnvPool, last in Ajax
         self.pools: dict[int, Any] = {}
+        self.steps: dict[int, int] = {}  # each site's steps since its pool was built
         self.calls = 0
 
     def _observe(self, obs: np.ndarray) -> np.ndarray:
@@ -71,6 +72,7 @@ class EnvPoolPool:
             pool = envpool.make(self.task, env_type="gymnasium", num_envs=n, batch_size=n, seed=seed, **self.settings)
             obs, info = pool.reset()
         self.pools[site] = pool
+        self.steps[site] = 0
         return self._observe(obs)[np.argsort(info["env_id"])]
 
     def reset(self, site: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,16 +96,23 @@ class EnvPoolPool:
             return self._shaped(batch_shape, slots, obs, np.zeros(n, np.float32), zeros, ~zeros, obs)
         pool = self.pools[site]
         action = host_actions(self.action_space, actions, n)
-        obs, reward, terminated, truncated, info = pool.step(action, np.arange(n, dtype=np.int32))
-        order = np.argsort(info["env_id"])
-        obs, reward = self._observe(obs)[order], np.asarray(reward, np.float32)[order]
-        terminated = np.asarray(terminated, bool)[order]
-        truncated = np.asarray(truncated, bool)[order] & ~terminated
-        final = obs.copy()
-        ended = np.flatnonzero(terminated | truncated).astype(np.int32)
-        if ended.size:
-            fresh, fresh_info = pool.reset(ended)
-            obs[np.asarray(fresh_info["env_id"])] = self._observe(fresh)
+        self.steps[site] += 1
+        try:
+            obs, reward, terminated, truncated, info = pool.step(action, np.arange(n, dtype=np.int32))
+            order = np.argsort(info["env_id"])
+            obs, reward = self._observe(obs)[order], np.asarray(reward, np.float32)[order]
+            terminated = np.asarray(terminated, bool)[order]
+            truncated = np.asarray(truncated, bool)[order] & ~terminated
+            final = obs.copy()
+            ended = np.flatnonzero(terminated | truncated).astype(np.int32)
+            if ended.size:
+                fresh, fresh_info = pool.reset(ended)
+                obs[np.asarray(fresh_info["env_id"])] = self._observe(fresh)
+        except Exception as error:
+            raise HostEnvError(
+                f"{PREFIX}{self.task} raised {type(error).__name__} in step {self.steps[site]:,} of its pool of {n} "
+                f"copies: {error}"
+            ) from error
         return self._shaped(batch_shape, slots, obs, reward, terminated, truncated, final)
 
     @staticmethod
@@ -114,6 +123,7 @@ class EnvPoolPool:
         for pool in self.pools.values():
             pool.close()
         self.pools.clear()
+        self.steps.clear()
 
 
 @dataclass(frozen=True)
@@ -146,13 +156,14 @@ class EnvPoolTask:
             probe.close()
         wide = tuple(name for name, array in arrays.items() if np.dtype(array.dtype).itemsize == 8)
         flip = _channels_first(observed)
-        observation_space = _space(observed, "observation")
+        observation_space = _space(observed, "observation", prefix + task)
         if not isinstance(observation_space, spaces.Box):
             raise TypeError(f"EnvPool's {task!r} observes {observed}; Ajax takes one Box from EnvPool.")
         if flip:
             c, h, w = observation_space.shape
             observation_space = spaces.Box(0, 255, (h, w, c), observation_space.dtype)
-        return cls(task, settings, observation_space, _space(acted, "action"), acted, flip, length, wide)
+        action_space = _space(acted, "action", prefix + task)
+        return cls(task, settings, observation_space, action_space, acted, flip, length, wide)
 
 
 class EnvPoolEnv(HostEnv):

@@ -39,7 +39,7 @@ from flax import struct
 from gymnax.environments import spaces
 
 from ajax.environments.envpool_envs import EnvPoolTask
-from ajax.environments.host import HostEnv, _result, over_every_copy
+from ajax.environments.host import HostEnv, _result, guarded, over_every_copy
 from ajax.environments.ids import ENVPOOL_PREFIX, ENVPOOL_XLA_PREFIX
 
 SITE_SEEDS = 1 << 20  # each site's pool seeds its copies from seed + site * SITE_SEEDS
@@ -155,7 +155,9 @@ class EnvPoolXlaEnv(HostEnv):
             n = math.prod(batch_shape)
             pool = self.pool.at(site, n)
             ids = jax.ShapeDtypeStruct((n,), jnp.int32)
-            obs, slot = jax.pure_callback(pool.start, (_result(space, (n,)), ids), keys.reshape(n, -1))
+            obs, slot = jax.pure_callback(
+                guarded(self.name, pool.start), (_result(space, (n,)), ids), keys.reshape(n, -1)
+            )
             token = jnp.full((n,), pool.token, jnp.int32)
             return tuple(x.reshape(*batch_shape, *x.shape[1:]) for x in (obs, slot, token))
 
@@ -185,7 +187,7 @@ class EnvPoolXlaEnv(HostEnv):
             ids = out["info:env_id"]
             obs, slot = jax.lax.cond(
                 jnp.any(ended),
-                lambda: jax.pure_callback(pool.restart, returned, obs, ended, stale, ids),
+                lambda: jax.pure_callback(guarded(self.name, pool.restart), returned, obs, ended, stale, ids),
                 lambda: (obs, ids),
             )
             shaped = stale.reshape(n, *(1,) * (obs.ndim - 1))

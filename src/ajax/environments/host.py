@@ -21,7 +21,13 @@ compiled program and only the env's own step leaves it:
   returned beside the first of the next one, as every other Ajax backend does. Single
   envs are used, not a vector env, so there is no next-step auto-reset to undo;
 - a reset draws its Gymnasium seed from the JAX key, and later episodes continue that env's
-  own generator: the same seed gives the same run.
+  own generator: the same seed gives the same run;
+- an env is reset and stepped once at construction (`check_api`), so that one on the old
+  Gym API, or one whose observations are not its space's, is refused before anything
+  compiles; an exception the env raises during a run is recorded by the callback, which
+  JAX then stops the program for, and `host_errors` raises it as a `HostEnvError` naming
+  the env and the step, with the env's own exception as its cause (JAX alone gives a
+  JaxRuntimeError whose text buries the env's message under the callback's traceback).
 
 A state restored in a new process names slots its pool never built: those copies start
 fresh episodes (their first step is recorded as a truncation at the new episode's first
@@ -30,10 +36,13 @@ observation), which `docs/environments.md#gymnasium` states and the CLI's `--res
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
+import inspect
 import itertools
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -45,6 +54,77 @@ from gymnax.environments import environment, spaces
 from ajax.environments.ids import GYMNASIUM_PREFIX as PREFIX
 
 DEFAULT_EPISODE_LENGTH = 1000  # the time limit of an env whose spec has none
+OLD_GYM_FIX = (
+    "Gymnasium's reset returns (obs, info) and its step (obs, reward, terminated, truncated, info), which keep a "
+    "time limit apart from a terminal state. Return those from the env "
+    "(gymnasium.utils.step_api_compatibility.convert_to_terminated_truncated_step_api turns an old step's four "
+    "values into the five), or wrap an env of the old `gym` package with Shimmy's GymV21CompatibilityV0."
+)
+
+
+class HostEnvError(RuntimeError):
+    """A host environment raised while a compiled run called it: the message names the env and
+    the step, and the env's own exception is its cause."""
+
+
+# The failures host callbacks recorded before JAX stopped their program, for `host_errors` to
+# raise. A callback runs on a thread of XLA's, so they are kept here rather than per thread.
+_raised: list[HostEnvError] = []
+
+
+class _RaisedByAjax(logging.Filter):
+    """Drops JAX's log of a failed callback whose exception is a `HostEnvError`: `host_errors`
+    raises that exception itself, and the env's traceback would otherwise print twice."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], HostEnvError))
+
+
+logging.getLogger("jax._src.callback").addFilter(_RaisedByAjax())
+
+
+def guarded(name: str, host_fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`host_fn`, a host callback of the env `name`, with the exception it raises recorded for `host_errors`.
+
+    A pool raises a `HostEnvError` that names the step; any other exception is wrapped in one
+    that names the env. The callback still raises, so that JAX stops the program there rather
+    than run it on with results the env never gave.
+    """
+
+    def call(*args: Any) -> Any:
+        try:
+            return host_fn(*args)
+        except HostEnvError as error:
+            _raised.append(error)
+            raise
+        except Exception as error:
+            failure = HostEnvError(f"{name} raised {type(error).__name__} on the host: {error}")
+            _raised.append(failure)
+            raise failure from error
+
+    return call
+
+
+@contextlib.contextmanager
+def host_errors() -> Iterator[None]:
+    """Run compiled programs, raising a host env's failure as itself.
+
+    JAX reports an exception raised in a host callback as an error whose text holds the
+    callback machinery's traceback, the env's message at its end, and no exception object (a
+    JaxRuntimeError from a program's first call, a ValueError from later ones). Inside this
+    context the error a program raises after a callback recorded a failure (`guarded`) is
+    replaced by that `HostEnvError`, raised from the env's own exception. `train`, `evaluate`
+    and `sweep` run in it.
+    """
+    _raised.clear()
+    try:
+        yield
+    except Exception:
+        if not _raised:
+            raise
+        failure = _raised[0]
+        _raised.clear()
+        raise failure.with_traceback(None) from failure.__cause__
 
 
 @struct.dataclass
@@ -79,17 +159,21 @@ def over_every_copy(body: Callable[..., Any], *args: jax.Array) -> Any:
     return call(*args)
 
 
-def host_call(host_fn: Callable[..., Any], result: Callable[[tuple[int, ...]], Any], *args: jax.Array) -> Any:
-    """`host_fn(*args)` on the host, once for every copy of every vmap around the call.
+def host_call(
+    name: str, host_fn: Callable[..., Any], result: Callable[[tuple[int, ...]], Any], *args: jax.Array
+) -> Any:
+    """`host_fn(*args)` on the host, once for every copy of every vmap around the call, for the env `name`.
 
     `result(batch_shape)` gives the output's shapes for the leading shape of `args[0]`
-    beyond its unbatched rank; `host_fn` receives and returns arrays with those axes.
+    beyond its unbatched rank; `host_fn` receives and returns arrays with those axes. An
+    exception it raises stops the program and is raised by `host_errors` (`guarded`).
     """
+    host_fn = guarded(name, host_fn)
     return over_every_copy(lambda batch_shape, *args: jax.pure_callback(host_fn, result(batch_shape), *args), *args)
 
 
-def _space(space: Any, where: str) -> Any:
-    """Gymnasium's observation or action space as gymnax's (Box, Discrete, a Dict of Boxes)."""
+def _space(space: Any, where: str, name: str) -> Any:
+    """Gymnasium's observation or action space of the env `name` as gymnax's (Box, Discrete, a Dict of Boxes)."""
     import gymnasium
 
     if isinstance(space, gymnasium.spaces.Box):
@@ -98,10 +182,10 @@ def _space(space: Any, where: str) -> Any:
     if isinstance(space, gymnasium.spaces.Discrete) and where == "action":
         return spaces.Discrete(int(space.n))
     if isinstance(space, gymnasium.spaces.Dict) and where == "observation":
-        return spaces.Dict({key: _space(part, f"{where} {key!r}") for key, part in space.spaces.items()})
+        return spaces.Dict({key: _space(part, f"{where} {key!r}", name) for key, part in space.spaces.items()})
     kind = "a Box or a Discrete" if where == "action" else "a Box, or a Dict of Boxes"
     raise TypeError(
-        f"The env's {where} space is {space}; Ajax takes {kind} there. Wrap the env to change it "
+        f"{name}'s {where} space is {space}; Ajax takes {kind} there. Wrap the env to change it "
         "(gymnasium.wrappers.FlattenObservation for a Tuple, a one-hot observation for a Discrete one)."
     )
 
@@ -139,19 +223,22 @@ def host_actions(space: Any, actions: np.ndarray, n: int) -> np.ndarray:
 
 
 class GymnasiumPool:
-    """The Gymnasium envs behind one `GymnasiumEnv`: one per slot, built on first use.
+    """The Gymnasium envs behind one `GymnasiumEnv` named `name`: one per slot, built on first use.
 
     A pool answers `reset(site, keys) -> (slots, obs)` and `step(slots, actions) -> (slots,
     obs, reward, terminated, truncated, final_obs)` on numpy arrays with any leading shape,
-    counts its `calls` and can `close()`; `HostEnv` calls them from the compiled program.
+    counts its `calls` and can `close()`; `HostEnv` calls them from the compiled program. An
+    exception an env raises comes out as a `HostEnvError` naming the env, the copy and its step.
     """
 
-    def __init__(self, make: Callable[[], Any], observation_space: Any, action_space: Any):
+    def __init__(self, make: Callable[[], Any], observation_space: Any, action_space: Any, name: str):
         self.make = make
         self.observation_space = observation_space
         self.action_space = action_space  # Gymnasium's own: actions go back in its dtype, shape and start
+        self.name = name
         self.envs: dict[int, Any] = {}
         self.sites: dict[int, np.ndarray] = {}
+        self.steps: dict[int, int] = {}  # each slot's steps since this process built its env
         self.calls = 0  # host calls made: one per reset or loop step, whatever the copies
 
     def _observe(self, obs: Any) -> Any:
@@ -160,7 +247,12 @@ class GymnasiumPool:
     def _env(self, slot: int) -> Any:
         if slot not in self.envs:
             self.envs[slot] = self.make()
+            self.steps[slot] = 0
         return self.envs[slot]
+
+    def _failure(self, error: Exception, what: str, copy: int, n: int) -> HostEnvError:
+        """`error`, which an env raised in `what` for its copy `copy` of `n`, as the run reports it."""
+        return HostEnvError(f"{self.name} raised {type(error).__name__} in {what} of env copy {copy} of {n}: {error}")
 
     def reset(self, site: int, keys: np.ndarray) -> tuple[np.ndarray, Any]:
         """Reset the envs the program place `site` owns, one per key, seeded from the keys."""
@@ -173,9 +265,12 @@ class GymnasiumPool:
             slots = np.arange(start, start + len(flat), dtype=np.int32)
             self.sites[site] = slots
         observations = []
-        for slot, key in zip(slots, flat, strict=True):
-            obs, _ = self._env(int(slot)).reset(seed=key_seed(key))
-            observations.append(self._observe(obs))
+        for i, (slot, key) in enumerate(zip(slots, flat, strict=True)):
+            try:
+                obs, _ = self._env(int(slot)).reset(seed=key_seed(key))
+                observations.append(self._observe(obs))
+            except Exception as error:
+                raise self._failure(error, f"the reset seeded {key_seed(key)}", i, len(flat)) from error
         return slots.reshape(batch_shape), _stack(observations, batch_shape, self.observation_space)
 
     def step(self, slots: np.ndarray, actions: np.ndarray) -> tuple[Any, ...]:
@@ -183,27 +278,41 @@ class GymnasiumPool:
         self.calls += 1
         batch_shape = slots.shape
         flat_actions = host_actions(self.action_space, actions, slots.size)
+        n = len(flat_actions)
         observations, finals = [], []
-        rewards = np.zeros(len(flat_actions), np.float32)
-        terminated = np.zeros(len(flat_actions), bool)
-        truncated = np.zeros(len(flat_actions), bool)
-        for i, (slot, action) in enumerate(zip(slots.reshape(-1), flat_actions, strict=True)):
-            slot = int(slot)
-            if slot not in self.envs:  # a state restored in a new process: a fresh episode
-                obs, _ = self._env(slot).reset()
+        rewards = np.zeros(n, np.float32)
+        terminated = np.zeros(n, bool)
+        truncated = np.zeros(n, bool)
+        i, slot, doing = 0, 0, "step"  # where an exception came from, for its message
+        try:
+            for i, (slot, action) in enumerate(zip(slots.reshape(-1).tolist(), flat_actions, strict=True)):
+                if slot not in self.envs:  # a state restored in a new process: a fresh episode
+                    doing = "restart"
+                    obs, _ = self._env(slot).reset()
+                    obs = self._observe(obs)
+                    observations.append(obs)
+                    finals.append(obs)
+                    truncated[i] = True
+                    continue
+                env = self.envs[slot]
+                self.steps[slot] += 1
+                doing = "step"
+                obs, reward, term, trunc, _ = env.step(action)
                 obs = self._observe(obs)
-                observations.append(obs)
+                rewards[i], terminated[i], truncated[i] = float(reward), bool(term), bool(trunc) and not term
                 finals.append(obs)
-                truncated[i] = True
-                continue
-            env = self.envs[slot]
-            obs, reward, term, trunc, _ = env.step(action)
-            obs = self._observe(obs)
-            rewards[i], terminated[i], truncated[i] = float(reward), bool(term), bool(trunc) and not term
-            finals.append(obs)
-            if term or trunc:
-                obs = self._observe(env.reset()[0])
-            observations.append(obs)
+                if term or trunc:
+                    doing = "reset"
+                    obs = self._observe(env.reset()[0])
+                observations.append(obs)
+        except Exception as error:
+            step = self.steps.get(slot, 0)
+            what = {
+                "step": f"step {step:,} (action {np.array2string(np.asarray(flat_actions[i]), threshold=8)})",
+                "reset": f"the reset after step {step:,}",
+                "restart": "the first reset of a state restored from another process",
+            }[doing]
+            raise self._failure(error, what, i, n) from error
         space = self.observation_space
         return (
             slots,
@@ -219,6 +328,7 @@ class GymnasiumPool:
             env.close()
         self.envs.clear()
         self.sites.clear()
+        self.steps.clear()
 
 
 class HostEnv(environment.Environment):
@@ -258,6 +368,7 @@ class HostEnv(environment.Environment):
         space = self._observation_space
         key = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
         slot, obs = host_call(
+            self._name,
             lambda keys: self.pool.reset(site, np.asarray(keys)),
             lambda shape: (jax.ShapeDtypeStruct(shape, jnp.int32), _result(space, shape)),
             key,
@@ -283,6 +394,7 @@ class HostEnv(environment.Environment):
             )
 
         slot, obs, reward, terminated, truncated, final = host_call(
+            self._name,
             lambda slots, actions: self.pool.step(np.asarray(slots), np.asarray(actions)),
             result,
             state.slot,
@@ -306,11 +418,14 @@ class GymnasiumEnv(HostEnv):
 
     def __init__(self, make: Callable[[], Any], name: str, episode_length: int | None = None):
         probe = make()
-        observation_space = _space(probe.observation_space, "observation")
-        action_space = _space(probe.action_space, "action")
-        length = episode_length or _time_limit(probe) or DEFAULT_EPISODE_LENGTH
-        probe.close()
-        pool = GymnasiumPool(make, observation_space, probe.action_space)
+        try:
+            observation_space = _space(probe.observation_space, "observation", name)
+            action_space = _space(probe.action_space, "action", name)
+            check_api(probe, name, observation_space)
+            length = episode_length or _time_limit(probe) or DEFAULT_EPISODE_LENGTH
+        finally:
+            probe.close()
+        pool = GymnasiumPool(make, observation_space, probe.action_space, name)
         super().__init__(pool, observation_space, action_space, name, length)
 
     @classmethod
@@ -359,6 +474,106 @@ class GymnasiumEnv(HostEnv):
             return cls(lambda: gymnasium.make(spec), PREFIX + spec.id, episode_length)
         name = PREFIX + type(env.unwrapped).__name__
         return cls(lambda: _limited(copy.deepcopy(env), episode_length), name, episode_length)
+
+
+def check_api(env: Any, name: str, observation_space: Any) -> None:
+    """Reset and step `env`, a copy of the env `name`, once as a run will, and refuse what the run
+    could not take back.
+
+    The run reads every reset as (obs, info) and every step as (obs, reward, terminated,
+    truncated, info), and holds observations in arrays of `observation_space`'s shape and dtype.
+    Inside the compiled run a mismatch would stop it after compilation, with the env's part at
+    the end of a JAX runtime error, or a reshape that happens to fit would scramble the
+    observations; here it is refused naming the env, what was expected and what came back.
+    """
+    returned = _probed(env, name, "reset", None)
+    if not (isinstance(returned, tuple) and len(returned) == 2):
+        raise TypeError(f"{name}'s reset returned {_described(returned)}, not (obs, info). {OLD_GYM_FIX}")
+    _check_observation(returned[0], observation_space, f"{name}'s reset")
+    returned = _probed(env, name, "step", _probe_action(env.action_space))
+    if not (isinstance(returned, tuple) and len(returned) == 5):
+        what = _described(returned)
+        if isinstance(returned, tuple) and len(returned) == 4:
+            what += " (obs, reward, done, info): the old Gym API"
+        raise TypeError(f"{name}'s step returned {what}, not (obs, reward, terminated, truncated, info). {OLD_GYM_FIX}")
+    obs, reward, terminated, truncated, _ = returned
+    _check_observation(obs, observation_space, f"{name}'s step")
+    for what, value in (("reward", reward), ("terminated", terminated), ("truncated", truncated)):
+        if np.ndim(value) != 0:
+            raise ValueError(
+                f"{name}'s step returned a {what} of shape {np.shape(value)}; one env's step returns one number "
+                "there (Ajax steps the copies itself: pass the single env, not a vector env's step)."
+            )
+
+
+def _probed(env: Any, name: str, what: str, action: Any) -> Any:
+    """What `env`'s reset (seeded 0) or step (taking `action`) returns, with what it raises named.
+
+    Gymnasium's wrappers fail to unpack an old Gym env's answers, raising their own error: the
+    env underneath is then asked (`_old_gym_api`), so that the refusal says what to change.
+    """
+    try:
+        return env.reset(seed=0) if what == "reset" else env.step(action)
+    except Exception as error:
+        if _old_gym_api(env.unwrapped, what, action):
+            raise TypeError(f"{name}'s {what} follows the old Gym API. {OLD_GYM_FIX}") from error
+        raise HostEnvError(
+            f"{name} raised {type(error).__name__} in the {what} Ajax gives it at construction: {error}"
+        ) from error
+
+
+def _old_gym_api(bare: Any, what: str, action: Any) -> bool:
+    """Whether the env `bare`, under no wrapper, answers `what` as the old Gym API does: a reset
+    that takes no seed or returns no (obs, info) pair, a step that returns four values."""
+    try:
+        if what == "step":
+            returned = bare.step(action)
+            return isinstance(returned, tuple) and len(returned) == 4
+        parameters = inspect.signature(bare.reset).parameters.values()
+        if not any(p.name == "seed" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+            return True
+        returned = bare.reset()
+        return not (isinstance(returned, tuple) and len(returned) == 2)
+    except Exception:  # the bare env fails too: its own error, not the API, is what the probe reports
+        return False
+
+
+def _probe_action(space: Any) -> Any:
+    """A valid action of a Box or Discrete `space`, fixed rather than sampled: sampling would draw
+    from the space's generator, which a class attribute shares between every copy."""
+    if hasattr(space, "n"):
+        return np.int64(space.start)
+    return np.clip(np.zeros(space.shape, space.dtype), space.low, space.high).astype(space.dtype)
+
+
+def _described(returned: Any) -> str:
+    if isinstance(returned, tuple):
+        return f"{len(returned)} values"
+    return f"one {type(returned).__name__}"
+
+
+def _check_observation(obs: Any, space: Any, where: str, part: str = "an observation") -> None:
+    """Refuse an observation that `where` returned and the run could not hold in `space`'s arrays:
+    a Dict's other keys, another shape, or a dtype that does not cast to the space's (floats
+    where uint8 images are declared, strings, objects)."""
+    if isinstance(space, spaces.Dict):
+        keys = sorted(obs) if isinstance(obs, Mapping) else None
+        if keys != sorted(space.spaces):
+            got = f"the keys {keys}" if keys is not None else f"a {type(obs).__name__}"
+            raise ValueError(
+                f"{where} returned {got} as {part}, but its observation space is a Dict of {sorted(space.spaces)}."
+            )
+        for key, inner in space.spaces.items():
+            _check_observation(obs[key], inner, where, f"{part}'s {key!r}")
+        return
+    array, dtype = np.asarray(obs), np.dtype(space.dtype)
+    if array.shape != tuple(space.shape) or not np.can_cast(array.dtype, dtype, "same_kind"):
+        raise ValueError(
+            f"{where} returned {part} of shape {array.shape} and dtype {array.dtype}, but its observation space "
+            f"declares shape {tuple(space.shape)}, held as {dtype}: the agents size their networks and buffers from "
+            "the space. Make the two agree (gymnasium.wrappers.ReshapeObservation or DtypeObservation, or the "
+            "space's own shape and dtype)."
+        )
 
 
 def _time_limit(env: Any) -> int | None:

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ajax import nonfinite
 from ajax.environments.obs_norm import init_normalizer, observe_reset, observe_step, raw_observation
 from ajax.environments.utils import (
     ExpertInAgentUnits,
@@ -24,7 +25,7 @@ from ajax.environments.utils import (
     uniform_action,
 )
 from ajax.schedule import Schedule, at
-from ajax.state import ENV_AXIS, MASKED, BaseAgentState, CollectorState, EnvironmentConfig
+from ajax.state import ACTION_MASK, ENV_AXIS, MASKED, BaseAgentState, CollectorState, EnvironmentConfig
 
 
 @struct.dataclass
@@ -108,9 +109,12 @@ def collect_experience(
     reading the observations; the collector keeps them, marking the envs whose episode
     ended so the next step starts them afresh. `bootstrap(state, final_obs)` then adds
     extras read at the observation each step reached, with the carries the step left.
+    Observations whose action mask allowed no action are counted in the run's record.
     """
     state, (act_key, step_key) = state.next_keys(2)
     collector = state.collector_state
+    if env_args.action_masked:
+        state = nonfinite.record_no_action(state, collector.last_obs[ACTION_MASK], collector.timestep)
     action, extras, *executed = pipeline(state, collector.last_obs, act_key)
     memory = None
     if isinstance(extras, dict) and "memory" in extras:

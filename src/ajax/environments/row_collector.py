@@ -25,7 +25,7 @@ from flax import struct
 
 from ajax import nonfinite
 from ajax.environments.interaction import Transition, step_envs
-from ajax.state import BaseAgentState, EnvironmentConfig
+from ajax.state import ACTION_MASK, BaseAgentState, EnvironmentConfig
 
 
 @struct.dataclass
@@ -78,12 +78,15 @@ def collect_row(state: BaseAgentState, policy: RowPolicy, env_args: EnvironmentC
     """One tick: every env writes its row, then steps (or resets, after a last row).
 
     The state's `collector_state.memory` is the `RowCarry`, `collector_state.buffer_state`
-    the replay; the timestep grows by n_envs rows.
+    the replay; the timestep grows by n_envs rows. Observations whose action mask allowed no
+    action are counted in the run's record, but for a last row's, whose action is never executed.
     """
     state, (act_key, step_key) = state.next_keys(2)
     collector = state.collector_state
     carry: RowCarry = collector.memory
     obs = collector.last_obs
+    if env_args.action_masked:
+        state = nonfinite.record_no_action(state, obs[ACTION_MASK], collector.timestep, acted=~carry.is_last)
     action, policy_carry, entry = policy(state, carry.policy, obs, carry.is_first, act_key)
     row = Rows(obs, action, carry.reward, carry.is_first, carry.is_last, carry.is_terminal, entry)
     tick = collector.timestep // env_args.n_envs

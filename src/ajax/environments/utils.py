@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.state import ACTION_MASK, EnvironmentConfig, ObservationPart, unpacked
+from ajax.state import ACTION_MASK, EnvironmentConfig, ObservationPart, allowed_actions, unpacked
 
 
 def agent_action_to_env(action: jax.Array, low: jax.Array, high: jax.Array) -> jax.Array:
@@ -56,8 +56,9 @@ def uniform_action(key: jax.Array, env_args: EnvironmentConfig, n: int, obs: Any
 
 
 def allowed_uniformly(key: jax.Array, mask: jax.Array) -> jax.Array:
-    """One action per row of `mask` (..., n_actions), uniform over those it allows."""
-    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf))
+    """One action per row of `mask` (..., n_actions), uniform over those it allows (over every
+    action in a row that allows none, `allowed_actions`)."""
+    return jax.random.categorical(key, jnp.where(allowed_actions(mask), 0.0, -jnp.inf))
 
 
 def flatten_observation(obs: Any, batch_dims: int = 1) -> jax.Array:
@@ -113,10 +114,14 @@ class ExpertInAgentUnits:
     high: tuple[float, ...] = ()
 
     @classmethod
-    def for_env(cls, expert: Callable[..., Any], env_args: EnvironmentConfig) -> ExpertInAgentUnits:
+    def for_env(
+        cls, expert: Callable[..., Any], env_args: EnvironmentConfig, keyword: str = "the expert"
+    ) -> ExpertInAgentUnits:
+        """`expert` read in `env_args`' agent units, its answer checked (`check_expert_answer`);
+        `keyword` names where it was given (`expert_policy=`, `ImitationLoss's expert`) in a refusal."""
         if not callable(expert):
             raise TypeError(f"An expert is a function from raw observations to actions, got {type(expert).__name__}.")
-        check_expert_answer(expert, env_args)
+        check_expert_answer(expert, env_args, keyword)
         return cls(expert, env_args.action_low, env_args.action_high)
 
     @property
@@ -163,14 +168,18 @@ def batch_size(obs: Any) -> int:
     return jax.tree.leaves(obs)[0].shape[0]
 
 
-def check_expert_answer(expert: Callable[..., Any], env_args: EnvironmentConfig, batch: int = 4) -> None:
+def check_expert_answer(
+    expert: Callable[..., Any], env_args: EnvironmentConfig, keyword: str = "the expert", batch: int = 4
+) -> None:
     """Refuse, at construction, an expert whose answer does not fit the env's action space.
 
     The expert is traced once on a batch of the env's observations: a continuous answer must
     be one float action per observation, shaped like the box, since a flat `(n,)` answer would
-    broadcast against the agent's `(n, 1)` actions instead of failing. A discrete answer must
-    be one integer index per observation, and its values are checked on the env's first
-    observations, where a label outside the action set would silently clone nothing.
+    broadcast against the agent's `(n, 1)` actions instead of failing. Its values are then
+    checked on the env's first observations: a continuous action must be finite, since a NaN
+    would be imitated, stored and acted on without a word (`keyword` names the expert's
+    keyword in that refusal), and a discrete index must lie in the action set, where a label
+    outside it would silently clone nothing.
     """
     env, params = env_args.env, env_args.env_params
     keys = jax.random.split(jax.random.PRNGKey(0), batch)
@@ -195,15 +204,24 @@ def check_expert_answer(expert: Callable[..., Any], env_args: EnvironmentConfig,
                 f"the action space is a Box of shape {box}, so it must return floats of shape {(batch, *box)}"
                 + (" (e.g. action[:, None] for a one-dimensional box)." if answer.shape == (batch,) else ".")
             )
-        return
-    if answer.shape != (batch,) or not jnp.issubdtype(answer.dtype, jnp.integer):
+    elif answer.shape != (batch,) or not jnp.issubdtype(answer.dtype, jnp.integer):
         raise ValueError(
             f"The expert {name} answers {batch} observations with a {answer.dtype} array of shape {answer.shape}; "
             f"the action space is Discrete({env_args.action_dim}), so it must return integer indices of shape "
             f"{(batch,)} (e.g. jnp.argmax(scores, axis=-1))."
         )
-    labels = np.asarray(jax.jit(lambda k: _expert_answer(expert, jax.vmap(env.reset, (0, None))(k, params)[0]))(keys))
-    outside = labels[(labels < 0) | (labels >= env_args.action_dim)]
+    answers = np.asarray(jax.jit(lambda k: _expert_answer(expert, jax.vmap(env.reset, (0, None))(k, params)[0]))(keys))
+    if env_args.continuous:
+        broken = ~np.isfinite(answers).reshape(batch, -1).all(axis=1)
+        if broken.any():
+            row = int(np.argmax(broken))
+            raise ValueError(
+                f"{keyword} ({name}) answers the env's first {batch} observations with a non-finite action "
+                f"({answers[row].tolist()} for observation {row}): Ajax would imitate, store or act on it without a "
+                "word. Make the expert return finite actions."
+            )
+        return
+    outside = answers[(answers < 0) | (answers >= env_args.action_dim)]
     if outside.size:
         raise ValueError(
             f"The expert {name} answered {sorted(set(outside.tolist()))} on the env's first observations; "

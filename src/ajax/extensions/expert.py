@@ -52,7 +52,7 @@ class ExpertExtension(Extension):
             expert = getattr(self, name)
             if not isinstance(expert, ExpertInAgentUnits):
                 require_stateless(expert, self.name)
-                expert = ExpertInAgentUnits.for_env(expert, env_args)
+                expert = ExpertInAgentUnits.for_env(expert, env_args, f"{self.name}'s {name}")
             experts[name] = expert
         return dataclasses.replace(self, env=env_args, **experts)
 

@@ -30,7 +30,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from ajax.state import ACTION_MASK, MASKED, ObservationPart, unpacked
+from ajax.state import ACTION_MASK, MASKED, ObservationPart, allowed_actions, unpacked
 
 FLAT = "mlp"
 
@@ -305,6 +305,7 @@ class ActionMasked(nn.Module):
 
     Acting, exploring, bootstrapping (a target maximises over the allowed actions of the next
     observation) and evaluating all read the network, so none of them can pick a forbidden action.
+    An observation whose mask allows no action is read unmasked (`allowed_actions`).
     """
 
     head: nn.Module
@@ -312,7 +313,7 @@ class ActionMasked(nn.Module):
     @nn.compact
     def __call__(self, obs: Mapping[str, jax.Array], *args: Any) -> Any:
         out = self.head(obs, *args)
-        mask = obs[ACTION_MASK]
+        mask = allowed_actions(obs[ACTION_MASK])
         if isinstance(out, distrax.Categorical):
             return distrax.Categorical(logits=jnp.where(mask, out.logits, MASKED))
         return jnp.where(mask, out, MASKED)

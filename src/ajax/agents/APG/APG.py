@@ -62,6 +62,7 @@ class APG(ActorCritic):
     pid_actor_form: ClassVar[str | None] = "deterministic"
     continuous: ClassVar[bool | None] = True
     supports_memory: ClassVar[bool] = True
+    rollout_keyword: ClassVar[tuple[str, str]] = ("update window", "horizon")
     supported_extension_phases: ClassVar[frozenset[str]] = LOOP_PHASES | {"actor_loss"}
     batch_fields: ClassVar[frozenset[str]] = field_names(VisitedStates)
     update_metrics: ClassVar[bool] = True

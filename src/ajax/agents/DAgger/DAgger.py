@@ -58,7 +58,7 @@ class DAgger(ActorCritic):
                 "actions (env units for a continuous env, action indices for a discrete one)."
             )
         require_stateless(s.expert_policy, "DAgger")
-        expert = ExpertInAgentUnits.for_env(s.expert_policy, self.env_args)
+        expert = ExpertInAgentUnits.for_env(s.expert_policy, self.env_args, "expert_policy=")
         per_iteration = s.n_steps * self.env_args.n_envs
         if s.buffer_size < max(per_iteration, s.batch_size):
             raise ValueError(

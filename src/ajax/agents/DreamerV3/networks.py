@@ -24,7 +24,7 @@ import jax.numpy as jnp
 from ajax.agents.DreamerV3.observations import ObservationDecoder, ObservationEncoder, reconstruction_loss
 from ajax.distributional import symlog, unimix_logits
 from ajax.networks.world_model import BlockLinear, NormedMLP, dense
-from ajax.state import ACTION_MASK, MASKED, ObservationPart
+from ajax.state import ACTION_MASK, MASKED, ObservationPart, allowed_actions
 
 N_BINS = 255  # two-hot bins of the reward and value heads
 MIN_STD, MAX_STD = 0.1, 1.0  # the continuous actor's bounded standard deviation
@@ -265,10 +265,11 @@ class Critic(nn.Module):
 
 
 def masked(policy: distrax.Distribution, allowed: jax.Array | None) -> distrax.Distribution:
-    """A categorical policy with the actions `allowed` forbids at zero probability (None: unmasked)."""
+    """A categorical policy with the actions `allowed` forbids at zero probability (None: unmasked;
+    a row that allows none is left unmasked, `allowed_actions`)."""
     if allowed is None:
         return policy
-    return distrax.Categorical(logits=jnp.where(allowed, policy.logits, MASKED))
+    return distrax.Categorical(logits=jnp.where(allowed_actions(allowed), policy.logits, MASKED))
 
 
 def observed_mask(obs: Any) -> jax.Array | None:

@@ -134,7 +134,7 @@ class ActionPipelineConfig:
             )
         expert = self.expert_policy
         if expert is not None and not isinstance(expert, ExpertInAgentUnits):
-            expert = ExpertInAgentUnits.for_env(expert, env_args)
+            expert = ExpertInAgentUnits.for_env(expert, env_args, "action_pipeline's expert_policy=")
         return dataclasses.replace(self, expert_policy=expert, env_args=env_args)
 
     def build(
@@ -211,7 +211,8 @@ def make_action_pipeline(
     pipeline = ActionPipelineConfig(expert_policy, recurrent, env_args, use_expert_guided_exploration, total_timesteps)
     if expert_policy is None or env_args is None:
         return pipeline
-    return dataclasses.replace(pipeline, expert_policy=ExpertInAgentUnits.for_env(expert_policy, env_args))
+    expert = ExpertInAgentUnits.for_env(expert_policy, env_args, "make_action_pipeline's expert_policy=")
+    return dataclasses.replace(pipeline, expert_policy=expert)
 
 
 def checked_action_pipeline(

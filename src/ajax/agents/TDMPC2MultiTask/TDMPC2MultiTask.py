@@ -14,6 +14,7 @@ from ajax.agents.base import shared_counters
 from ajax.agents.TDMPC2.core import discount_from_episode_length
 from ajax.agents.TDMPC2.TDMPC2 import TDMPC2, WIDE_ACTIONS
 from ajax.agents.TDMPC2MultiTask.train_TDMPC2MultiTask import make_train, task_evaluation
+from ajax.buffers.dataset import refuse_nonfinite
 from ajax.buffers.multitask import MultiTaskDataset, TaskInfo
 from ajax.environments.create import prepare_env
 from ajax.evaluate import evaluate
@@ -119,6 +120,7 @@ class TDMPC2MultiTask(TDMPC2):
                     f"Task {task.name!r} has {held} rows in the dataset, fewer than one training window of "
                     f"horizon={s.horizon}: collect more of it, or lower horizon."
                 )
+        refuse_nonfinite(dataset, "TDMPC2MultiTask's dataset")  # one built in memory, not through `load`
         del self.config["eval_envs"]  # env ids or envs, not settings: config.json keeps the dataset's tasks
         self.eval_env_args = [task_env_args(task, envs[task.name]) for task in dataset.tasks]
         self.dataset = dataset
