@@ -14,6 +14,7 @@ import math
 import re
 from typing import Any
 
+import jax.numpy as jnp
 import pytest
 
 from ajax.agents.registry import AGENTS
@@ -44,9 +45,11 @@ def wrong_values(accepts: str) -> list[Any] | None:
         return [*wrong, minimum - 1]
     interval = INTERVAL.match(accepts)
     if interval:
-        opening, low, high, closing, _ = interval.groups()
+        opening, low, high, closing, extra = interval.groups()
         low, high = float(low), float(high)
         wrong = [math.nan, "0.5", True]
+        if extra == ", or a schedule":  # a schedule of no step count, and one of a vector of values
+            wrong += [lambda: 1e-3, lambda step: jnp.full(2, 1e-3)]
         if math.isinf(low):
             wrong.append(-math.inf)
         else:
