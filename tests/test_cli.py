@@ -388,6 +388,28 @@ def test_a_seed_gone_non_finite_shows_in_the_table_and_raise_exits_1(tmp_path, c
     assert json.loads((tmp_path / "config.json").read_text())["cli"]["on_nonfinite"] == "raise"
 
 
+def test_a_non_finite_stop_after_a_finished_chunk_reads_no_donated_state(tmp_path, capsys, monkeypatch):
+    """The chunk that raises was handed the last chunk's state, which the program donated: the
+    summary must not read it (it did, and failed with JAX's 'Array has been deleted')."""
+
+    class Donated:
+        collector_state = None
+
+        @property
+        def nonfinite(self):
+            raise RuntimeError("Array has been deleted")
+
+    def one_chunk_then_diverging(*args, **kwargs):
+        yield 50, {}, Donated()
+        raise NonFiniteError("The run went non-finite. seed 0: a loss non-finite from timestep 60.")
+
+    monkeypatch.setattr(train, "train_in_chunks", one_chunk_then_diverging)
+    monkeypatch.setattr("ajax.checkpoint.save_checkpoint", lambda *args, **kwargs: None)
+    argv = ["train", "DQN", "CartPole-v1", "--timesteps", "100", "--on-nonfinite", "raise", "--out", str(tmp_path)]
+    assert main(argv) == 1
+    assert "seed 0: a loss non-finite from timestep 60" in capsys.readouterr().err
+
+
 def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tiny_run, tmp_path, capsys):
     """A kill between config.json and the first checkpoint (found by benchmarks/fault_injection.py):
     `--resume` runs it over with the saved settings, to the uninterrupted run's evaluations."""

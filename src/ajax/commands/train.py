@@ -448,7 +448,8 @@ def _train_with_progress(
         except KeyboardInterrupt:  # keep what the finished chunks evaluated
             interrupted = True
         except NonFiniteError as error:  # --on-nonfinite raise: stop, keep the finished chunks' files
-            stopped = str(error)
+            # The state went to the chunk that raised (donated, so deleted): the error names the seeds.
+            state, stopped = None, str(error)
         except HostEnvError as error:  # the env raised: stop, keep the finished chunks' files
             state, stopped = None, _host_failure(error, run.out)  # the state went to the chunk that failed
         except OSError as error:  # a full disk: each file is written beside the old one, so the last stays whole
