@@ -40,7 +40,6 @@ replaced by a no-op as Ajax runs none without a LoggingConfig.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import os
@@ -467,8 +466,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.plot is not None:
             plot(rows, args.plot)
         return 0
+    from perf_bench import stamp
+
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    stamp = {"timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit()}
     # Each run's seed sweep beside Rejax's first, the env sweeps after: a time limit cuts the latter.
     jobs = []
     for name in args.runs:
@@ -483,18 +483,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         python = sys.executable if library == "ajax" else args.rejax_python
         for row in in_fresh_process(python, library, name, sweep, sizes, args.repeats, args.budget_scale, until):
-            rows.append({**stamp, **row})
+            rows.append(stamp(row))
             with args.out.open("a") as file:
                 file.write(json.dumps(rows[-1]) + "\n")
             shown = row.get("error") or f"{row['exec_steps_per_s']:,.0f} steps/s, compile {row['compile_spans_s']} s"
             print(f"{library} {name} {sweep}: {row['n_seeds']} seeds x {row['n_envs']} envs: {shown}", flush=True)
     print(report(rows))
     return 0
-
-
-def commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
 
 
 if __name__ == "__main__":

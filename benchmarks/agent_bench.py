@@ -78,6 +78,7 @@ from ajax.environments.controllers import cartpole_push
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from compile_spans import CompileSpans, union_length  # noqa: E402, F401  (union_length: the tests read it here)
+from provenance import git_commit  # noqa: E402  (peer_speed.py and comparison_runs.py read it here)
 
 METRICS = ("exec_steps_per_s", "steps_per_s")
 
@@ -169,16 +170,6 @@ PINNED_KWARGS: dict[str, dict[str, Any]] = {
 
 
 # Capture --------------------------------------------------------------------------------
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
-
-
 def worktree_dirty() -> bool | None:
     """Whether tracked files under src/ differ from the commit (None where git cannot tell)."""
     try:

@@ -161,11 +161,10 @@ def in_fresh_process(name: str, n_seeds: int, repeats: int, n_timesteps: int | N
 
 
 def stamp(row: dict[str, Any]) -> dict[str, Any]:
-    """A row with when and on which commit it was measured. Read with git, not through Ajax: the
-    parent must not start JAX, which on a TPU would hold the chip its workers need."""
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    commit = done.stdout.strip() or "unknown"
-    return {"timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit, **row}
+    """A row with when and on which commit it was measured (`provenance`: the parent starts no JAX)."""
+    from provenance import git_commit
+
+    return {"timestamp": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": git_commit(), **row}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
