@@ -89,6 +89,42 @@ def test_a_run_once_program_gives_the_optimised_programs_values_to_float32_round
     np.testing.assert_array_equal(once, np.asarray(jit_run_once(initial)(key)))
 
 
+def test_beside_an_accelerator_the_initial_state_runs_on_the_host_and_lands_on_the_default_device(monkeypatch):
+    """On a TPU or GPU the run-once program is compiled and run by the host's CPU (its compile
+    grows with the seeds on a TPU) and its results are put on the accelerator; a program spread
+    over a mesh, or a JAX started without its CPU backend, compiles for the accelerator."""
+    from ajax import devices
+
+    def initial(key: jax.Array) -> jax.Array:
+        return jax.random.normal(key, (4, 3))
+
+    keys = devices.seed_keys([0, 7])
+    on_cpu = np.asarray(jax.vmap(devices.jit_run_once(initial))(keys))
+    monkeypatch.setattr(jax, "default_backend", lambda: "tpu")
+    program = devices.jit_run_once(initial)
+    assert isinstance(program, devices.OnHost) and program.host.platform == "cpu"
+    np.testing.assert_array_equal(np.asarray(jax.vmap(program)(keys)), on_cpu)  # a CPU run's initial state
+    assert program.eval_shape(keys[0]).shape == (4, 3)
+    landed = program(keys[0])
+    assert landed.devices() == {devices.default_device()}
+    assert not isinstance(devices.jit_run_once(initial, on_host=False), devices.OnHost)
+
+    def no_cpu_backend(platform: str | None = None) -> list:
+        raise RuntimeError(f"Unknown backend {platform}")
+
+    monkeypatch.setattr(jax, "devices", no_cpu_backend)
+    assert not isinstance(devices.jit_run_once(initial), devices.OnHost)
+
+
+def test_seed_keys_are_each_seeds_prng_key():
+    from ajax.devices import seed_keys
+
+    seeds = [0, 1, 41, 2**31 - 1, 2**32 + 5]
+    keys = seed_keys(seeds)
+    assert keys.dtype == np.uint32 and keys.shape == (len(seeds), 2)
+    np.testing.assert_array_equal(keys, np.stack([np.asarray(jax.random.PRNGKey(s)) for s in seeds]))
+
+
 @pytest.mark.optimized
 def test_a_run_program_at_llvms_second_level_gives_the_third_levels_values_bit_for_bit():
     """A run's program compiles at `xla_backend_optimization_level=2` on a CPU, for its compile

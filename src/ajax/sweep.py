@@ -42,7 +42,7 @@ from ajax.agents.base import (
 )
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
-from ajax.devices import Placement, jit_run, jit_run_once
+from ajax.devices import Placement, jit_run, jit_run_once, seed_keys
 from ajax.environments.host import host_errors
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import write_rows
@@ -285,10 +285,10 @@ def sweep(
     placement = Placement.of(devices, len(runs))
     values = placement.spread(program.values)
     if initial_state is None:
-        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
-        keys = placement.spread(jnp.repeat(keys[None], len(runs), 0))
+        keys = placement.spread(np.repeat(seed_keys(seeds)[None], len(runs), 0))
         with host_errors():  # a host env's reset that raised, as itself
-            initial_state = jit_run_once(placement.program(program.fresh))(values, keys)
+            fresh = jit_run_once(placement.program(program.fresh), on_host=placement.mesh is None)
+            initial_state = fresh(values, keys)
     else:
         _check_resumed(initial_state, len(runs), len(seeds))
 
