@@ -9,6 +9,7 @@ critic regressing on the differential targets under the Average Value Constraint
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -19,8 +20,7 @@ from ajax.agents.APO.state import APOConfig, APOState
 from ajax.agents.loop import RunSettings
 from ajax.agents.PPO.train_PPO import PolicyAuxiliaries, ProximalActorCritic, ValueAuxiliaries
 from ajax.environments.interaction import Transition
-from ajax.extensions import ExtensionStack
-from ajax.state import CollectorState, EnvironmentConfig, NetworkConfig, OptimizerConfig
+from ajax.state import CollectorState
 
 
 @struct.dataclass
@@ -32,19 +32,8 @@ class AuxiliaryLogs:
     extensions: dict  # the actor_loss extensions' metrics, from PPO's clipped epochs
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: APOConfig,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    ppo = ProximalActorCritic(
-        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
-    )
+def make_train(*, agent_config: APOConfig, run: RunSettings, **settings: Any):
+    ppo = ProximalActorCritic(config=agent_config, **settings)
     config = agent_config
     critic_loss = functools.partial(differential_value_loss, nu=config.nu)
 

@@ -7,6 +7,8 @@ against the min of the two updated critics; the Polyak update of the targets.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -15,21 +17,10 @@ from ajax.agents.ASAC.state import ASACConfig, ASACState
 from ajax.agents.loop import RunSettings
 from ajax.agents.SAC.train_SAC import AuxiliaryLogs, SoftActorCritic
 from ajax.environments.interaction import Transition
-from ajax.extensions import ExtensionStack
-from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: ASACConfig,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    sac = SoftActorCritic(env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions)
+def make_train(*, agent_config: ASACConfig, run: RunSettings, **settings: Any):
+    sac = SoftActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def init(key: jax.Array) -> ASACState:

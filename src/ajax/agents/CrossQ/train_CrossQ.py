@@ -31,9 +31,8 @@ from ajax.agents.SAC.train_SAC import (
     ValueAuxiliaries,
 )
 from ajax.environments.interaction import Transition
-from ajax.extensions import ExtensionStack
 from ajax.networks.batch_renorm import BatchRenormActor, BatchRenormQEnsemble
-from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+from ajax.state import LoopTrainState
 
 
 def with_statistics(train_state: LoopTrainState, statistics: Any) -> LoopTrainState:
@@ -111,19 +110,8 @@ class BatchRenormActorCritic(SoftActorCritic):
         return state, (*auxiliaries, metrics)
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: CrossQConfig,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    crossq = BatchRenormActorCritic(
-        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
-    )
+def make_train(*, agent_config: CrossQConfig, run: RunSettings, **settings: Any):
+    crossq = BatchRenormActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def update(state: SoftACState, transition: Transition):

@@ -21,9 +21,7 @@ from ajax.agents.SAC.train_SAC import AuxiliaryLogs, SoftActorCritic
 from ajax.buffers import ReplayBuffer
 from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.environments.interaction import Transition
-from ajax.extensions import ExtensionStack
 from ajax.perf_utils import final_aux_scan
-from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
 def sample_minibatches(
@@ -33,23 +31,14 @@ def sample_minibatches(
     return jax.vmap(lambda key: buffer.sample(buffer_state, key))(jax.random.split(key, n))
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: REDQConfig,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    sac = SoftActorCritic(env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions)
+def make_train(*, agent_config: REDQConfig, run: RunSettings, **settings: Any):
+    sac = SoftActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def subset_target_parameters(params: Any, indices: jax.Array) -> Any:
         """The subset's target critics; with memory or an image encoder they share that trunk, and only
         the heads form the ensemble."""
-        if sac.memory is None and network_args.encoder is None:
+        if sac.memory is None and sac.network_args.encoder is None:
             return subset_parameters(params, indices)
         inner = params["params"]
         return {**params, "params": {**inner, "head": subset_parameters(inner["head"], indices)}}

@@ -29,10 +29,8 @@ from ajax.agents.SimbaV2.state import SimbaV2Config
 from ajax.environments.interaction import ActionPipeline, Transition
 from ajax.environments.obs_norm import normalize_batch, normalize_observation, reward_scale
 from ajax.evaluate import ValueEstimate
-from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble
 from ajax.networks.hyperspherical import HypersphericalEnsemble, SimbaV2Network
-from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
 @dataclass(frozen=True)
@@ -110,19 +108,8 @@ class CategoricalActorCritic(SoftActorCritic):
         return jnp.min(expected_value(logits, self.atoms), axis=0)
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: SimbaV2Config,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    simba = CategoricalActorCritic(
-        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
-    )
+def make_train(*, agent_config: SimbaV2Config, run: RunSettings, **settings: Any):
+    simba = CategoricalActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def update(state: SoftACState, transition: Transition):

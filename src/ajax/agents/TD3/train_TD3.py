@@ -27,11 +27,10 @@ from ajax.agents.TD3.state import TD3Config
 from ajax.buffers.sequence import SequenceStep
 from ajax.environments.interaction import ActionPipeline, Transition, gaussian_exploration
 from ajax.evaluate import EvalPolicy
-from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
 from ajax.networks.actor_critic import DeterministicActor, QEnsemble
 from ajax.networks.optim import new_train_state
-from ajax.state import BaseAgentState, EnvironmentConfig, LoopTrainState, NetworkConfig, OptimizerConfig
+from ajax.state import BaseAgentState, LoopTrainState
 
 
 @struct.dataclass
@@ -184,19 +183,8 @@ class TwinDelayedActorCritic(ReplayActorCritic):
         )
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: TD3Config,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    td3 = TwinDelayedActorCritic(
-        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
-    )
+def make_train(*, agent_config: TD3Config, run: RunSettings, **settings: Any):
+    td3 = TwinDelayedActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def update(state: BaseAgentState, transition: Transition) -> tuple[BaseAgentState, ActorCriticLogs]:
@@ -213,7 +201,7 @@ def make_train(
         aux = ActorCriticLogs(policy_aux, value_aux, {**critic_metrics, **actor_metrics})
         return state.replace(actor_state=actor_state, critic_state=critic_state), aux
 
-    loop = TrainLoop.create(env_args, run, extensions, td3.evaluation())
+    loop = TrainLoop.create(td3.env_args, run, td3.extensions, td3.evaluation())
     return loop.off_policy(
         td3.init,
         update,

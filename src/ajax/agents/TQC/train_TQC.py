@@ -8,6 +8,7 @@ the extensions' folds) are SAC's own; TQC's critic is an ensemble of `n_critics`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -19,9 +20,7 @@ from ajax.agents.SAC.train_SAC import AuxiliaryLogs, SoftActorCritic
 from ajax.agents.TQC.core import mean_atom, quantile_huber_loss, tqc_target, truncated_atoms
 from ajax.agents.TQC.state import TQCConfig
 from ajax.environments.interaction import Transition
-from ajax.extensions import ExtensionStack
 from ajax.networks.actor_critic import QEnsemble
-from ajax.state import EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
 @dataclass(frozen=True)
@@ -44,19 +43,8 @@ class QuantileActorCritic(SoftActorCritic):
         return quantile_huber_loss(quantiles, target), mean_atom(quantiles).mean()
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: TQCConfig,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    tqc = QuantileActorCritic(
-        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
-    )
+def make_train(*, agent_config: TQCConfig, run: RunSettings, **settings: Any):
+    tqc = QuantileActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def update(state: SoftACState, transition: Transition):
