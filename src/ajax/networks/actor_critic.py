@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ajax.networks.distributions import Squash, StateDependentSquash
+from ajax.networks.distributions import PreTanhGaussian, Squash, StateDependentSquash
 from ajax.networks.initializers import orthogonal
 from ajax.networks.mlp import MLP, dense
 
@@ -48,6 +48,28 @@ class GaussianActor(nn.Module):
         mean = head(MLP(self.architecture, self.hidden_init)(obs))
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         return distrax.MultivariateNormalDiag(mean, jnp.exp(jnp.broadcast_to(log_std, mean.shape)))
+
+
+class TanhGaussianActor(nn.Module):
+    """tanh of a diagonal Gaussian whose deviation the network outputs: Brax PPO's policy.
+
+    The head gives loc and a pre-softplus scale x for each action; scale = softplus(x) +
+    `min_std` (Brax's NormalTanhDistribution, min_std 0.001). Sampled and scored before the
+    tanh (`PreTanhGaussian`).
+    """
+
+    architecture: tuple[str, ...]
+    action_dim: int
+    hidden_init: Callable = orthogonal(np.sqrt(2))
+    head_init: Callable = orthogonal(0.01)
+    head_bias_init: Callable = nn.initializers.zeros
+    min_std: float = 0.001
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> PreTanhGaussian:
+        head = nn.Dense(2 * self.action_dim, kernel_init=self.head_init, bias_init=self.head_bias_init)
+        loc, raw_scale = jnp.split(head(MLP(self.architecture, self.hidden_init)(obs)), 2, axis=-1)
+        return PreTanhGaussian(loc, jax.nn.softplus(raw_scale) + self.min_std)
 
 
 class SquashedGaussianActor(nn.Module):

@@ -50,3 +50,39 @@ class StateDependentSquash(Squash):
     def explore(self, noise: jax.Array) -> jax.Array:
         """tanh(mu + z^T (sigma * noise)): `noise` (..., features, actions) standard normal draws."""
         return jnp.tanh(self.mean + jnp.einsum("...f,...fa->...a", self.features, self.std * noise))
+
+
+class PreTanhGaussian:
+    """tanh of a diagonal Gaussian, read in the units before the tanh: Brax's NormalTanhDistribution.
+
+    `sample_and_log_prob` returns the raw draw u ~ N(loc, scale) (the env is stepped with
+    tanh(u)), and `log_prob(u)` is the density of the squashed action at tanh(u),
+    sum_i log N(u_i; loc_i, scale_i) - log(1 - tanh(u_i)^2), with the Jacobian in tanh's
+    stable form 2 (log 2 - u - softplus(-2u)). Keeping u rather than the action means
+    PPO's ratio never inverts a tanh that saturated near +-1. The entropy is Brax's
+    one-sample estimate, the Gaussian's entropy plus that Jacobian at a reparameterised
+    draw (with no key, at the mode's pre-image, for logging); `mode` is tanh(loc).
+    """
+
+    def __init__(self, loc: jax.Array, scale: jax.Array):
+        self.loc, self.scale = loc, scale
+        self.gaussian = distrax.Independent(distrax.Normal(loc, scale), reinterpreted_batch_ndims=1)
+
+    @staticmethod
+    def log_det_jacobian(raw: jax.Array) -> jax.Array:
+        """log |d tanh(u) / du|, summed over the action's dimensions."""
+        return jnp.sum(distrax.Tanh().forward_log_det_jacobian(raw), axis=-1)
+
+    def log_prob(self, raw: jax.Array) -> jax.Array:
+        return self.gaussian.log_prob(raw) - self.log_det_jacobian(raw)
+
+    def sample_and_log_prob(self, seed: jax.Array) -> tuple[jax.Array, jax.Array]:
+        raw = self.loc + self.scale * jax.random.normal(seed, self.loc.shape, self.loc.dtype)
+        return raw, self.log_prob(raw)
+
+    def entropy(self, seed: jax.Array | None = None) -> jax.Array:
+        raw = self.loc if seed is None else self.loc + self.scale * jax.random.normal(seed, self.loc.shape)
+        return self.gaussian.entropy() + self.log_det_jacobian(raw)
+
+    def mode(self) -> jax.Array:
+        return jnp.tanh(self.loc)

@@ -145,8 +145,8 @@ def test_bad_recurrent_settings_are_refused_at_construction():
         ppo(bptt_length=5)
     with pytest.raises(ValueError, match="n_minibatches=3 does not divide the rollout's 8 sequences"):
         ppo(bptt_length=4, n_minibatches=3)
-    with pytest.raises(ValueError, match="n_minibatches splits a recurrent PPO's sequences"):
-        PPO("CartPole-v1", n_minibatches=2)
+    with pytest.raises(ValueError, match="unroll_length cuts a feed-forward PPO's rollouts"):
+        ppo(unroll_length=4)
     with pytest.raises(ValueError, match="takes no extensions yet"):
         PPO("Pendulum-v1", memory=memory("gru"), extensions=[ImitationLoss(pd_expert)])
     with pytest.raises(NotImplementedError, match="APO has no recurrent memory"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import warnings
@@ -14,7 +15,7 @@ from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.PPO.train_PPO import Minibatch, make_train
 from ajax.deprecation import removed_keywords, renamed_keywords
 from ajax.extensions import LOOP_PHASES
-from ajax.hyperparameters import Hyperparameter, Hyperparameters, count, flag, keywords, number, schedule
+from ajax.hyperparameters import Hyperparameter, Hyperparameters, choice, count, flag, keywords, number, schedule
 from ajax.modules.pid_actor import PIDPolicy
 from ajax.state import EnvironmentConfig
 
@@ -48,6 +49,35 @@ CLIPPED_EPOCHS = keywords(
     normalize_advantage=flag(True, doc="advantages standardised per minibatch, so the step size ignores reward scale"),
 )
 PROXIMAL_ENVIRONMENT = ENVIRONMENT.with_defaults(n_envs=4)
+# Brax's PPO settings (brax.training.agents.ppo.train), each at the value that keeps Ajax's PPO as
+# it was; docs/brax.md maps every key of Brax's trainer onto Ajax's.
+BRAX_SETTINGS = keywords(
+    reward_scaling=number(1.0, doc="rewards are multiplied by this before GAE and the value targets (Brax's)"),
+    unroll_length=count(
+        None,
+        optional=True,
+        doc="Brax's segments: each env's rollout cut into pieces of this many steps, GAE bootstrapping at each "
+        "piece's end, minibatches of whole pieces whose advantages are computed from the critic as it stands "
+        "(divides n_steps and batch_size; None: GAE over whole rollouts, minibatches of transitions)",
+    ),
+    bootstrap_on_truncation=flag(
+        True, doc="at a time limit, bootstrap from the final observation (False: Brax's, the step's advantage is 0)"
+    ),
+    advantage_estimator=choice(
+        "gae",
+        ("gae", "vtrace"),
+        doc="'gae': sum of (gamma lambda)^k delta; 'vtrace': r + gamma v' - V with v' the next lambda-return (Brax's)",
+    ),
+    policy_distribution=choice(
+        "gaussian",
+        ("gaussian", "tanh_gaussian"),
+        doc="continuous actions: 'gaussian' with a state-independent deviation, or Brax's 'tanh_gaussian' (the "
+        "network outputs the deviation, softplus + 0.001, and the sample is squashed)",
+    ),
+    shared_optimizer=flag(
+        False, doc="one Adam over actor and critic, their gradients' norm clipped together (Brax's); one learning rate"
+    ),
+)
 INITIALIZERS = keywords(
     encoder_kernel_init=initializer("every hidden layer's weights (None: orthogonal, gain sqrt 2)"),
     actor_bias_init=initializer("the actor's output bias (None: zeros)"),
@@ -122,6 +152,48 @@ def check_rollout_split(n_steps: int, n_envs: int, batch_size: int, n_epochs: in
         )
 
 
+def checked_batch_size(settings: Any, given_batch_size: int | None, recurrent: bool) -> int:
+    """The transitions per minibatch: `batch_size`, or the rollout split into `n_minibatches`
+    (feed-forward); both may be given only when they agree."""
+    n_minibatches = settings.n_minibatches
+    if recurrent or n_minibatches is None:
+        return int(settings.batch_size)
+    rollout = settings.n_steps * settings.n_envs
+    if rollout % n_minibatches:
+        divisors = [d for d in range(1, min(rollout, 512) + 1) if rollout % d == 0]
+        raise ValueError(
+            f"n_minibatches={n_minibatches} does not divide the rollout of n_steps * n_envs = {settings.n_steps} * "
+            f"{settings.n_envs} = {rollout} transitions. Pick a divisor, e.g. one of {divisors[-8:]}."
+        )
+    batch_size = rollout // n_minibatches
+    if given_batch_size is not None and given_batch_size != batch_size:
+        raise ValueError(
+            f"batch_size={given_batch_size} and n_minibatches={n_minibatches} both set the minibatches (a size and a "
+            f"count; n_minibatches={n_minibatches} makes them {batch_size} transitions each). Give one of them."
+        )
+    return batch_size
+
+
+def checked_unroll_length(unroll_length: int, n_steps: int, batch_size: int, memory: Any) -> None:
+    """Brax's segments must tile each env's rollout and fill each minibatch whole."""
+    if memory is not None:
+        raise ValueError(
+            "unroll_length cuts a feed-forward PPO's rollouts into segments; with memory= the sequences are "
+            "bptt_length's. Drop unroll_length, or memory=."
+        )
+    if n_steps % unroll_length:
+        divisors = [d for d in range(1, n_steps + 1) if n_steps % d == 0]
+        raise ValueError(
+            f"unroll_length={unroll_length} does not divide n_steps={n_steps}: each env's rollout is cut into "
+            f"n_steps / unroll_length segments. Pick a divisor, e.g. one of {divisors[:8]}."
+        )
+    if batch_size % unroll_length:
+        raise ValueError(
+            f"unroll_length={unroll_length} does not divide batch_size={batch_size}: minibatches are whole segments, "
+            "so each holds a multiple of unroll_length transitions. Change batch_size (or n_minibatches)."
+        )
+
+
 def checked_bptt_length(bptt_length: int | None, n_steps: int, memory: Any) -> int | None:
     """Truncated BPTT's sequence length: with memory only, dividing the rollout."""
     if bptt_length is None:
@@ -138,15 +210,11 @@ def checked_bptt_length(bptt_length: int | None, n_steps: int, memory: Any) -> i
 
 
 def checked_recurrent_minibatches(
-    n_minibatches: int, n_envs: int, n_steps: int, bptt_length: int | None, memory: Any
+    n_minibatches: int | None, n_envs: int, n_steps: int, bptt_length: int | None, memory: Any
 ) -> int:
-    """How many minibatches a recurrent PPO splits its sequences into: a divisor of their number."""
-    if memory is None:
-        if n_minibatches != 1:
-            raise ValueError(
-                "n_minibatches splits a recurrent PPO's sequences; a feed-forward PPO's minibatches are "
-                "batch_size transitions. Set batch_size, or pass memory=."
-            )
+    """How many minibatches a recurrent PPO splits its sequences into: a divisor of their number
+    (None: 1). A feed-forward PPO's count is `checked_batch_size`'s."""
+    if memory is None or n_minibatches is None:
         return 1
     n_sequences = n_envs * (n_steps // (bptt_length or n_steps))
     if n_sequences % n_minibatches:
@@ -195,8 +263,12 @@ class PPO(ActorCritic):
     dict) makes both networks recurrent, trained by BPTT over whole rollouts or
     `bptt_length`-step sequences (batch_size then unused: `n_minibatches` splits the
     sequences). `encoder_kernel_init`, `actor_bias_init`, `critic_bias_init` and
-    `mean_kernel_init` replace initialisers (`ProximalInitializers`). docs/agents.md has the
-    paper, Ajax's choices and the calibrated result; docs/memory.md the recurrent mode.
+    `mean_kernel_init` replace initialisers (`ProximalInitializers`). `n_minibatches` counts
+    the minibatches instead of `batch_size` sizing them. Brax's settings (`BRAX_SETTINGS`:
+    `reward_scaling`, `unroll_length`, `bootstrap_on_truncation`, `advantage_estimator`,
+    `policy_distribution`, `shared_optimizer`) are off by default; docs/brax.md maps Brax's
+    trainer onto them. docs/agents/ppo.md has the paper, Ajax's choices and the calibrated
+    result; docs/memory.md the recurrent mode.
     """
 
     name: ClassVar[str] = "PPO"
@@ -218,19 +290,27 @@ class PPO(ActorCritic):
             bptt_length=count(
                 None, optional=True, doc="with memory: sequence length, a divisor of n_steps (None: whole)"
             ),
-            n_minibatches=count(1, doc="with memory: minibatches of whole sequences per epoch (batch_size unused)"),
+            n_minibatches=count(
+                None,
+                optional=True,
+                doc="minibatches per epoch, in place of batch_size (None: n_steps * n_envs / batch_size); with "
+                "memory, of whole sequences (None: 1)",
+            ),
         )
         | INITIALIZERS
+        | BRAX_SETTINGS
     )
 
     def __init__(self, env_id: str | Any, **settings: Any) -> None:
         super().__init__(env_id, **settings)
         s = self.settings
         memory = self.network_args.memory
-        check_rollout_split(s.n_steps, s.n_envs, s.batch_size, s.n_epochs, recurrent=memory is not None)
+        batch_size = checked_batch_size(s, given_batch_size=settings.get("batch_size"), recurrent=memory is not None)
+        self.config["batch_size"] = batch_size  # what n_minibatches made it, so the config builds this PPO again
+        check_rollout_split(s.n_steps, s.n_envs, batch_size, s.n_epochs, recurrent=memory is not None)
         self.agent_config = PPOConfig(
             n_steps=s.n_steps,
-            batch_size=s.batch_size,
+            batch_size=batch_size,
             n_epochs=s.n_epochs,
             clip_range=s.clip_range,
             gamma=s.gamma,
@@ -243,4 +323,36 @@ class PPO(ActorCritic):
             initializers=checked_initializers(
                 self.env_args, s.actor_architecture, **{name: s[name] for name in INITIALIZERS.declared}
             ),
+            **self.brax_settings(batch_size),
         )
+
+    def brax_settings(self, batch_size: int) -> dict[str, Any]:
+        """`BRAX_SETTINGS`' fields of PPOConfig, refusing what they cannot be combined with; with
+        `shared_optimizer` the networks' own optimisers stop clipping, the joint step clips."""
+        s, memory = self.settings, self.network_args.memory
+        settings = {name: s[name] for name in BRAX_SETTINGS.declared}
+        if s.unroll_length is not None:
+            checked_unroll_length(s.unroll_length, s.n_steps, batch_size, memory)
+        if s.policy_distribution == "tanh_gaussian":
+            if not self.env_args.continuous:
+                raise ValueError(
+                    f"policy_distribution='tanh_gaussian' squashes continuous actions, and {self.env_args.env.name}'s "
+                    "are discrete (a softmax actor). Drop policy_distribution."
+                )
+            if memory is not None or isinstance(s.actor_architecture, PIDPolicy):
+                raise ValueError(
+                    "policy_distribution='tanh_gaussian' is built for a feed-forward actor of layer strings; drop "
+                    "memory= or the PIDPolicy, or keep policy_distribution='gaussian'."
+                )
+        if s.shared_optimizer:
+            if s.actor_learning_rate != s.critic_learning_rate:
+                raise ValueError(
+                    "shared_optimizer=True takes one Adam over both networks, so one learning rate: got "
+                    f"actor_learning_rate={s.actor_learning_rate!r} and "
+                    f"critic_learning_rate={s.critic_learning_rate!r}. Set them equal."
+                )
+            self.optimizer_args = {
+                role: dataclasses.replace(args, max_grad_norm=None) for role, args in self.optimizer_args.items()
+            }
+            settings["joint_max_grad_norm"] = s.max_grad_norm
+        return settings

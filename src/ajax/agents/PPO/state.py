@@ -46,3 +46,15 @@ class PPOConfig:
     bptt_length: int | None = field(default=None, kw_only=True)
     n_minibatches: int = field(default=1, kw_only=True)
     initializers: ProximalInitializers = field(default=ProximalInitializers(), kw_only=True)
+    # Brax's settings (docs/brax.md), each at the value that leaves PPO as it was.
+    reward_scaling: float = field(default=1.0, kw_only=True)  # rewards times this in GAE and the targets
+    # Segments of unroll_length steps: GAE bootstraps at each segment's end, minibatches are whole
+    # segments, each minibatch's advantages computed from the critic as it stands (None: whole rollouts).
+    unroll_length: int | None = field(default=None, kw_only=True)
+    bootstrap_on_truncation: bool = field(default=True, kw_only=True)  # False: a time limit's step gets delta 0
+    advantage_estimator: str = field(default="gae", kw_only=True)  # or "vtrace", Brax's
+    policy_distribution: str = field(default="gaussian", kw_only=True)  # or "tanh_gaussian", Brax's
+    # One Adam over both networks: their gradients' global norm clipped together at joint_max_grad_norm
+    # (the networks' own optimisers then do not clip).
+    shared_optimizer: bool = field(default=False, kw_only=True)
+    joint_max_grad_norm: float | None = field(default=None, kw_only=True)

@@ -21,6 +21,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import struct
 
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step, gradient_step
@@ -37,7 +38,7 @@ from ajax.environments.interaction import Transition, init_collector
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
 from ajax.modules.pid_actor import PIDPolicy, pid_actor
-from ajax.networks.actor_critic import CategoricalActor, GaussianActor, ValueCritic
+from ajax.networks.actor_critic import CategoricalActor, GaussianActor, TanhGaussianActor, ValueCritic
 from ajax.networks.encoders import encoded
 from ajax.networks.initializers import orthogonal
 from ajax.networks.memory import MemoryConfig, initial_carry
@@ -74,6 +75,16 @@ class AuxiliaryLogs:
 
 
 @struct.dataclass
+class Segment:
+    """What a minibatch of whole segments (`unroll_length`) computes its own advantages from."""
+
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    next_obs: jax.Array
+
+
+@struct.dataclass
 class Minibatch:
     """What one clipped-surrogate step reads of the rollout; an actor_loss extension reads its `obs`.
 
@@ -88,17 +99,22 @@ class Minibatch:
     target: jax.Array
     episode_start: jax.Array | None = None
     carries: Any = None
+    segment: Segment | None = None
 
 
 def make_networks(
-    env_args: EnvironmentConfig, network_args: NetworkConfig, initializers: ProximalInitializers | None = None
+    env_args: EnvironmentConfig,
+    network_args: NetworkConfig,
+    initializers: ProximalInitializers | None = None,
+    policy_distribution: str = "gaussian",
 ):
     """The actor and the critic, each behind its own image encoder when one is set; with memory, each is
     encoder -> memory -> its feed-forward head.
 
     A `PIDPolicy` architecture makes the actor a Gaussian PID (`ajax.modules.pid_actor`), never with memory.
     `initializers` replace the networks' defaults where set; an initialiser left at None is
-    not passed, so the default runs exactly as it did without it.
+    not passed, so the default runs exactly as it did without it. `policy_distribution`
+    "tanh_gaussian" makes a continuous actor Brax's (`TanhGaussianActor`).
     """
     initializers = initializers or ProximalInitializers()
     memory = network_args.memory
@@ -111,7 +127,8 @@ def make_networks(
     actor_head = given(head_bias_init=initializers.actor_bias_init)
     if env_args.continuous:
         mean = given(head_init=initializers.mean_kernel_init)
-        actor = GaussianActor(actor_layers, env_args.action_dim, **hidden, **actor_head, **mean)
+        gaussian = TanhGaussianActor if policy_distribution == "tanh_gaussian" else GaussianActor
+        actor = gaussian(actor_layers, env_args.action_dim, **hidden, **actor_head, **mean)
     else:
         actor = CategoricalActor(actor_layers, env_args.action_dim, **hidden, **actor_head)
     critic = ValueCritic(() if memory is not None else network_args.critic_architecture, **hidden, **critic_head)
@@ -173,7 +190,8 @@ class ProximalActorCritic:
 
     @property
     def networks(self) -> tuple[nn.Module, nn.Module]:
-        return make_networks(self.env_args, self.network_args, self.config.initializers)
+        config = self.config
+        return make_networks(self.env_args, self.network_args, config.initializers, config.policy_distribution)
 
     @property
     def memory(self) -> MemoryConfig | None:
@@ -206,7 +224,44 @@ class ProximalActorCritic:
 
     def act(self, state: BaseAgentState, obs: jax.Array, key: jax.Array):
         action, log_prob = self.policy(state, obs).sample_and_log_prob(seed=key)
+        if self.config.policy_distribution == "tanh_gaussian":  # keep the draw before tanh; step with tanh of it
+            return action, {"log_prob": log_prob}, jnp.tanh(action)
         return action, {"log_prob": log_prob}
+
+    def advantages(
+        self, rollout: Transition | Segment, values: jax.Array, next_values: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """GAE's advantages and value targets (`generalized_advantages`) on the rewards times
+        `reward_scaling`, with the time-limit choice and the estimator the settings make."""
+        config = self.config
+        reward = rollout.reward if config.reward_scaling == 1.0 else rollout.reward * config.reward_scaling
+        return generalized_advantages(
+            reward,
+            values,
+            next_values,
+            rollout.terminated,
+            rollout.truncated,
+            config.gamma,
+            config.gae_lambda,
+            bootstrap_on_truncation=config.bootstrap_on_truncation,
+            estimator=config.advantage_estimator,
+        )
+
+    def segment_advantages(self, critic_params: Any, batch: Minibatch) -> Minibatch:
+        """The minibatch with advantages and targets computed over each of its segments (L, B)
+        from the critic's current parameters, as Brax's loss does: GAE bootstraps from V at the
+        state each segment's last step reached. Without bootstrapping at time limits, V(s'_t)
+        is V(s_{t+1}) inside a segment (Brax's values[1:]): where the two differ an episode
+        ended, and the term is masked."""
+        critic = self.networks[1]
+        values = critic.apply(critic_params, batch.obs)
+        if self.config.bootstrap_on_truncation:
+            next_values = critic.apply(critic_params, batch.segment.next_obs)
+        else:
+            last = critic.apply(critic_params, batch.segment.next_obs[-1])
+            next_values = jnp.concatenate([values[1:], last[None]])
+        advantages, targets = self.advantages(batch.segment, values, next_values)
+        return batch.replace(advantage=advantages, target=targets)
 
     def step_memories(
         self, state: BaseAgentState, memory: MemoryCarries, obs: jax.Array
@@ -240,8 +295,8 @@ class ProximalActorCritic:
         self,
         state: BaseAgentState,
         rollout: Transition,
-        advantages: jax.Array,
-        targets: jax.Array,
+        advantages: jax.Array | None,
+        targets: jax.Array | None,
         critic_loss: CriticLoss = value_loss,
         start: CollectorState | None = None,
     ) -> tuple[BaseAgentState, AuxiliaryLogs]:
@@ -251,21 +306,32 @@ class ProximalActorCritic:
         bonus, plus the extensions' actor_loss terms on the minibatch, then a critic step on
         `vf_coef * critic_loss(V(s), targets)`. Feed-forward, a minibatch is `batch_size`
         transitions; with memory it is whole sequences (`recurrent_minibatches`), read from
-        the carries they started with (`start`: the collector the rollout began from).
+        the carries they started with (`start`: the collector the rollout began from). With
+        `unroll_length` it is whole segments (`segment_minibatches`) whose advantages and
+        targets it computes itself (`segment_advantages`; `advantages` and `targets` None).
+        A tanh-Gaussian's entropy is sampled, each minibatch with its own key; with
+        `shared_optimizer` both networks take one step together (`joint_step`).
         """
         config = self.config
         data = Minibatch(rollout.obs, rollout.action, rollout.extras["log_prob"], advantages, targets)
+        if config.unroll_length is not None:
+            segment = Segment(rollout.reward, rollout.terminated, rollout.truncated, rollout.next_obs)
+            data = data.replace(segment=segment)
         clip_range = at(config.clip_range, state.collector_state.timestep)
         state, (shuffle_key,) = state.next_keys(1)
+        sampled_entropy = config.policy_distribution == "tanh_gaussian"
 
-        def minibatch_step(train_states, batch: Minibatch):
+        def minibatch_step(train_states, inputs: Minibatch | tuple[Minibatch, jax.Array]):
+            batch, entropy_key = inputs if sampled_entropy else (inputs, None)
             actor_state, critic_state = train_states
+            if batch.segment is not None:
+                batch = self.segment_advantages(critic_state.params, batch)
             advantage = normalize(batch.advantage) if config.normalize_advantage else batch.advantage
 
             def policy_loss(params):
                 pi = self.read(0, params, batch)
                 log_ratio = pi.log_prob(batch.action) - batch.old_log_prob
-                entropy = jnp.mean(pi.entropy())
+                entropy = jnp.mean(pi.entropy() if entropy_key is None else pi.entropy(seed=entropy_key))
                 loss = clipped_surrogate_loss(log_ratio, advantage, clip_range) - config.ent_coef * entropy
                 clip_fraction = jnp.mean(jnp.abs(jnp.exp(log_ratio) - 1.0) > clip_range)
                 return loss, (entropy, approx_kl(log_ratio), clip_fraction)
@@ -275,10 +341,22 @@ class ProximalActorCritic:
 
             # The extensions read the agent state as the epochs found it (its normaliser, its counters);
             # the actor params they pull on are this minibatch's.
-            actor_state, p_loss, (entropy, kl, clip_fraction), actor_norm, extension_metrics = actor_step(
-                actor_state, policy_loss, batch, state, self.extensions
-            )
-            critic_state, v_loss, _, critic_norm = gradient_step(critic_state, value_step_loss)
+            if config.shared_optimizer:
+                steps = joint_step(
+                    (actor_state, critic_state),
+                    (policy_loss, value_step_loss),
+                    batch,
+                    state,
+                    self.extensions,
+                    config.joint_max_grad_norm,
+                )
+                (actor_state, critic_state), (p_loss, v_loss), ((entropy, kl, clip_fraction), _), norms, metrics = steps
+                (actor_norm, critic_norm), extension_metrics = norms, metrics
+            else:
+                actor_state, p_loss, (entropy, kl, clip_fraction), actor_norm, extension_metrics = actor_step(
+                    actor_state, policy_loss, batch, state, self.extensions
+                )
+                critic_state, v_loss, _, critic_norm = gradient_step(critic_state, value_step_loss)
             aux = AuxiliaryLogs(
                 PolicyAuxiliaries(p_loss, entropy, kl, clip_fraction, actor_norm),
                 ValueAuxiliaries(v_loss, critic_norm),
@@ -287,11 +365,18 @@ class ProximalActorCritic:
             return (actor_state, critic_state), aux
 
         def epoch(train_states, key):
-            if self.memory is None:
+            if sampled_entropy:
+                key, entropy_key = jax.random.split(key)
+            if config.unroll_length is not None:
+                minibatches = self.segment_minibatches(data, key)
+            elif self.memory is None:
                 minibatches = self.minibatches(data, key)
             else:
                 data_with_starts = data.replace(episode_start=rollout.extras["episode_start"])
                 minibatches = self.recurrent_minibatches(train_states, data_with_starts, start.memory, key)
+            if sampled_entropy:
+                n_minibatches = jax.tree.leaves(minibatches)[0].shape[0]
+                minibatches = (minibatches, jax.random.split(entropy_key, n_minibatches))
             return final_aux_scan(minibatch_step, train_states, minibatches)
 
         (actor_state, critic_state), aux = final_aux_scan(
@@ -314,6 +399,18 @@ class ProximalActorCritic:
         return jax.tree.map(
             lambda x: x.reshape(rollout_size, *x.shape[2:])[permutation].reshape(n_minibatches, -1, *x.shape[2:]),
             data,
+        )
+
+    def segment_minibatches(self, data: Minibatch, key: jax.Array) -> Minibatch:
+        """Each env's rollout cut into segments of `unroll_length` steps (Brax's unrolls), the
+        segments shuffled whole into minibatches of `batch_size` transitions, each (L, B)."""
+        length = self.config.unroll_length
+        split = jax.tree.map(lambda x: sequences(x, length), data)
+        n_segments = split.obs.shape[1]
+        n_minibatches = n_segments * length // self.config.batch_size
+        permutation = jax.random.permutation(key, n_segments)
+        return jax.tree.map(
+            lambda x: jnp.swapaxes(x[:, permutation].reshape(length, n_minibatches, -1, *x.shape[2:]), 0, 1), split
         )
 
     def recurrent_minibatches(
@@ -383,22 +480,48 @@ class ProximalActorCritic:
         return loop.on_policy(init, update, self.config.n_steps, self.act)
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: PPOConfig,
+def joint_step(
+    train_states: tuple[Any, Any],
+    losses: tuple[Callable[[Any], tuple[jax.Array, Any]], Callable[[Any], tuple[jax.Array, Any]]],
+    batch: Minibatch,
+    agent_state: BaseAgentState,
     extensions: ExtensionStack,
-    run: RunSettings,
+    max_grad_norm: float | None,
 ):
-    ppo = ProximalActorCritic(
-        env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions
-    )
+    """One optimiser step over the actor's and the critic's parameters together, as Brax's PPO
+    takes one Adam step on the sum of its losses (`shared_optimizer`).
+
+    Each loss gives its network's gradient (the extensions' actor_loss terms folded into the
+    actor's); their global norm over both networks is clipped at `max_grad_norm` by optax's
+    own rule; then each network's Adam steps. Adam acts elementwise with one step count, so
+    two Adams of one learning rate on jointly clipped gradients are one Adam over both.
+    Returns the train states, the two losses, their auxiliaries (the actor's with the
+    extensions' metrics), the two gradient norms before clipping and the extensions' metrics.
+    """
+    (actor_state, critic_state), (policy_loss, value_loss) = train_states, losses
+
+    def actor_loss(params: Any) -> tuple[jax.Array, tuple[Any, dict]]:
+        base, aux = policy_loss(params)
+        extra, metrics = extensions.fold_actor_loss(agent_state, batch, params)
+        return base + extra, (aux, metrics)
+
+    (p_loss, (p_aux, metrics)), actor_grads = jax.value_and_grad(actor_loss, has_aux=True)(actor_state.params)
+    (v_loss, v_aux), critic_grads = jax.value_and_grad(value_loss, has_aux=True)(critic_state.params)
+    norms = (optax.tree.norm(actor_grads), optax.tree.norm(critic_grads))
+    grads = (actor_grads, critic_grads)
+    if max_grad_norm is not None:
+        grads, _ = optax.clip_by_global_norm(max_grad_norm).update(grads, optax.EmptyState())
+    stepped = (actor_state.apply_gradients(grads=grads[0]), critic_state.apply_gradients(grads=grads[1]))
+    return stepped, (p_loss, v_loss), (p_aux, v_aux), norms, metrics
+
+
+def make_train(*, agent_config: PPOConfig, run: RunSettings, **settings: Any):
+    ppo = ProximalActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def update(state: BaseAgentState, rollout: Transition, start: CollectorState):
+        if config.unroll_length is not None:  # each minibatch of segments takes its own (`segment_advantages`)
+            return ppo.clipped_epochs(state, rollout, None, None, start=start)
         if ppo.memory is None:
             # The critic has not changed since collection: its values of the rollout's states and
             # of the states each step reached are computed here, as two batched passes, rather
@@ -406,15 +529,7 @@ def make_train(
             values, next_values = ppo.value(state, rollout.obs), ppo.value(state, rollout.next_obs)
         else:  # a critic with memory read them as it collected, each with the carry it had
             values, next_values = rollout.extras["value"], rollout.extras["next_value"]
-        advantages, targets = generalized_advantages(
-            rollout.reward,
-            values,
-            next_values,
-            rollout.terminated,
-            rollout.truncated,
-            config.gamma,
-            config.gae_lambda,
-        )
+        advantages, targets = ppo.advantages(rollout, values, next_values)
         return ppo.clipped_epochs(state, rollout, advantages, targets, start=start)
 
     return ppo.loop(run, ppo.init, update)

@@ -40,7 +40,7 @@ class SAC(ActorCritic):
     `expert_policy=` and `expert_buffer_n_steps` bring in an expert. `memory=` makes the actor
     and the critics recurrent, trained on replayed sequences of `sequence_length` steps after
     `burn_in` (docs/memory.md). `action_pipeline=` (`make_action_pipeline`) changes how collection
-    acts, e.g. expert-guided exploration. docs/agents.md has the paper, Ajax's choices and the
+    acts, e.g. expert-guided exploration. docs/agents/sac.md has the paper, Ajax's choices and the
     calibrated results.
     """
 
@@ -62,6 +62,7 @@ class SAC(ActorCritic):
             alpha_learning_rate=learning_rate(3e-4, doc="the temperature's Adam step size"),
             gamma=DISCOUNT,
             tau=number(0.005, "(0, 1]", sweep=True, doc="the target critics' Polyak step"),
+            reward_scaling=number(1.0, doc="replayed rewards are multiplied by this in the critics' target (Brax's)"),
         )
         | replay(1_000_000, 256, 10_000)
         | keywords(
@@ -142,6 +143,7 @@ class SAC(ActorCritic):
             log_std_init=float(s.log_std_init),
             sequences=sequences,
             action_pipeline=checked_action_pipeline(self.name, s.action_pipeline, self.env_args, memory),
+            reward_scaling=float(s.reward_scaling),
         )
         if sequences is None:
             ReplayBuffer(self.agent_config.buffer_size, s.batch_size)  # rejects a buffer smaller than a batch

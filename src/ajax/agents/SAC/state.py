@@ -50,6 +50,8 @@ class SACConfig:
     sequences: SequenceTraining | None = field(default=None, kw_only=True)
     # action_pipeline=, bound to the env and memory (the default without one; ASAC's and REDQ's always)
     action_pipeline: ActionPipelineConfig = field(kw_only=True)
+    # Brax's reward_scaling: every replayed reward times this before any target reads it (1: as stored)
+    reward_scaling: float = field(default=1.0, kw_only=True)
 
 
 def checked_expert_buffer(expert_policy: Any, n_steps: int, buffer_size: int) -> int:

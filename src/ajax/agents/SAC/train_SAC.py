@@ -262,8 +262,15 @@ class SoftActorCritic(ReplayActorCritic):
         return jnp.exp(state.alpha.params["log_alpha"])
 
     def sample(self, state: SoftACState, key: jax.Array) -> Transition | SequenceStep:
-        """A minibatch from the replay: transitions, or windows of trajectory with memory."""
-        return self.buffer.sample(state.collector_state.buffer_state, key)
+        """A minibatch from the replay: transitions, or windows of trajectory with memory; the
+        rewards times `reward_scaling` (Brax's), so every descendant's target reads them scaled."""
+        batch = self.buffer.sample(state.collector_state.buffer_state, key)
+        scaling = self.config.reward_scaling
+        if scaling == 1.0:
+            return batch
+        if isinstance(batch, SequenceStep):
+            return batch.replace(transition=batch.transition.replace(reward=batch.transition.reward * scaling))
+        return batch.replace(reward=batch.reward * scaling)
 
     def next_policy(self, state: SoftACState, batch: Transition | SequenceStep):
         """pi(.|s') at every next observation of the minibatch, under the current parameters."""
@@ -400,17 +407,8 @@ class SoftActorCritic(ReplayActorCritic):
         )
 
 
-def make_train(
-    *,
-    env_args: EnvironmentConfig,
-    network_args: NetworkConfig,
-    actor_optimizer_args: OptimizerConfig,
-    critic_optimizer_args: OptimizerConfig,
-    agent_config: SACConfig,
-    extensions: ExtensionStack,
-    run: RunSettings,
-):
-    sac = SoftActorCritic(env_args, network_args, actor_optimizer_args, critic_optimizer_args, agent_config, extensions)
+def make_train(*, agent_config: SACConfig, run: RunSettings, **settings: Any):
+    sac = SoftActorCritic(config=agent_config, **settings)
     config = agent_config
 
     def update(state: SoftACState, transition: Transition):
