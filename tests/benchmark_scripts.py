@@ -8,12 +8,17 @@ from pathlib import Path
 from types import ModuleType
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+STUDIES = BENCHMARKS / "studies"
 
 
 def load_benchmark(name: str) -> ModuleType:
-    """benchmarks/`name`.py imported under `name` (registered in sys.modules, as its dataclasses need)."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    """benchmarks/`name`.py imported under its file's stem (registered in sys.modules, as its dataclasses need).
+
+    A study is named with its folder: `load_benchmark("studies/dqn_stability")`.
+    """
+    path = BENCHMARKS / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
+    sys.modules[path.stem] = module
     spec.loader.exec_module(module)
     return module

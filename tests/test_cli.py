@@ -411,7 +411,7 @@ def test_a_non_finite_stop_after_a_finished_chunk_reads_no_donated_state(tmp_pat
 
 
 def test_a_run_stopped_before_its_first_checkpoint_resumes_from_the_start(tiny_run, tmp_path, capsys):
-    """A kill between config.json and the first checkpoint (found by benchmarks/fault_injection.py):
+    """A kill between config.json and the first checkpoint (found by benchmarks/studies/fault_injection.py):
     `--resume` runs it over with the saved settings, to the uninterrupted run's evaluations."""
     _, _, out = tiny_run
     folder = tmp_path / "stopped"

@@ -14,7 +14,8 @@ compilation (`agent_bench.timed_train`). Variants:
 - TD3 + CloningPretrain(n_steps=1,000, epochs=2): a one-off cost in the fresh state, timed
   as `train(n_timesteps=0)`, which builds and pretrains it.
 
-    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/extension_cost.py --out runs/extension_cost.jsonl
+    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/studies/extension_cost.py \
+        --out runs/extension_cost.jsonl
 
 `--only SAC SAC+IBRLTargets ...` runs those variants (and no fresh-state timing).
 """
@@ -28,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for its shared modules
 
 from agent_bench import timed_train  # noqa: E402
 from ajax import SAC, TD3  # noqa: E402

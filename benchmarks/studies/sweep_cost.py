@@ -1,6 +1,6 @@
 """A sweep of 8 configurations x 4 seeds as one program against 8 separate `train` calls.
 
-    python benchmarks/sweep_cost.py [--only ppo|sac] [--steps N] [--out benchmarks/sweep_cost.jsonl]
+    python benchmarks/studies/sweep_cost.py [--only ppo|sac] [--steps N] [--out benchmarks/studies/sweep_cost.jsonl]
 
 PPO and SAC at the comparison settings (`comparison_runs.py`), 8 learning rates log-spaced
 from 1e-4 to 3e-3. Each side is timed twice: with its compilation (the first call, cold
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for its shared modules
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=sorted(PRESETS), default=None)
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default: the preset's)")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/sweep_cost.jsonl"))
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().with_suffix(".jsonl"))
     args = parser.parse_args()
     jax.config.update("jax_enable_compilation_cache", False)
     for key in [args.only] if args.only else sorted(PRESETS):

@@ -14,8 +14,8 @@ a backend (it evaluates and returns the same rows); "tensorboard" adds `use_tens
             directory) against a warm one (the directory the previous process filled).
             `wall_s` is the process, `train_s` its train() call.
 
-    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/logging_cost.py exec
-    JAX_PLATFORMS=cpu python benchmarks/logging_cost.py cache
+    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/studies/logging_cost.py exec
+    JAX_PLATFORMS=cpu python benchmarks/studies/logging_cost.py cache
 """
 
 from __future__ import annotations

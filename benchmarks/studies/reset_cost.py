@@ -8,7 +8,7 @@ length is shortened (`--episode-length`) so resets happen within the run. Separa
 jitted reset and one jitted step are timed alone: a fresh reset per episode costs
 reset / (episode_length x step) of an episode's time.
 
-    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/reset_cost.py --out runs/reset_cost.jsonl
+    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 python benchmarks/studies/reset_cost.py --out runs/reset_cost.jsonl
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Two measures, 2 seeds each:
 Host calls come from the pool's counter: one a loop step for `gymnasium:` and `envpool:`,
 one at each reset and each step where an episode ended for `envpool-xla:`.
 
-    JAX_PLATFORMS=cpu python benchmarks/host_env_speed.py --out benchmarks/host_env_speed.jsonl
+    JAX_PLATFORMS=cpu python benchmarks/studies/host_env_speed.py --out benchmarks/studies/host_env_speed.jsonl
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ CloningPretrain, and SAC + CloningPretrain + CriticPretrain, all guided by the s
 expert (`ajax.environments.controllers.pendulum_swing_up`). Reports the mean evaluation
 return (10 episodes per seed) at each evaluation, per seed and averaged, as JSON lines.
 
-    JAX_PLATFORMS=cpu python benchmarks/critic_pretrain_effect.py --out runs/critic_pretrain_effect.jsonl
+    JAX_PLATFORMS=cpu python benchmarks/studies/critic_pretrain_effect.py --out runs/critic_pretrain_effect.jsonl
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the checkpoint and the final writes alike), notes what the folder held, runs `--
 finished checkpoint and evaluations byte for byte with the reference. One JSON line per
 command goes to `--out`: each trial's moment, phase, resume status and whether it matched.
 
-    JAX_PLATFORMS=cpu python benchmarks/fault_injection.py --trials 20
+    JAX_PLATFORMS=cpu python benchmarks/studies/fault_injection.py --trials 20
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "fault_injection.jsonl"
 COMMANDS = {
     "train": ["train", "DQN", "CartPole-v1", "--timesteps", "8000", "--n-envs", "4", "--log-frequency", "1000"]

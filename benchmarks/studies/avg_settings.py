@@ -8,7 +8,7 @@ of the table's settings that Ajax's keywords express (Adam's beta1 is fixed at 0
 finger_spin row, beta1 0.9, is left out), on the seeds given, and appends one learning-table
 row per setting to `benchmarks/learning_checks.jsonl`.
 
-    JAX_PLATFORMS=cpu python benchmarks/avg_settings.py --seeds 3
+    JAX_PLATFORMS=cpu python benchmarks/studies/avg_settings.py --seeds 3
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for its shared modules
 
 from learning_checks import Check, run_check  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "learning_checks.jsonl"
+OUT = Path(__file__).resolve().parents[1] / "learning_checks.jsonl"  # the learning table
 
 # The reference's table: its row id and task family -> Ajax's keywords.
 SETTINGS = {

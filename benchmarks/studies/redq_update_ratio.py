@@ -13,7 +13,7 @@ as agent_bench.py does):
 ratio = (G=20 - collect) / (G=1 - collect), per tick. It would be 20 if the actor step cost
 nothing; the actor and temperature steps, made once per tick in both, pull it below 20.
 
-    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 .venv/bin/python benchmarks/redq_update_ratio.py
+    JAX_PLATFORMS=cpu AJAX_NO_COMPILE_CACHE=1 .venv/bin/python benchmarks/studies/redq_update_ratio.py
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 

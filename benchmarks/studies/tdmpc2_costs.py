@@ -5,8 +5,8 @@ own jitted program called repeatedly on a fresh state (one seed): an update on `
 windows of the preset's replay (filled by uniform steps), and a decision of every env copy by
 the planner. Compile time is reported apart from the per-call time.
 
-    JAX_PLATFORMS=cpu python benchmarks/world_models/tdmpc2_costs.py
-    python benchmarks/world_models/tdmpc2_costs.py --model-size 5 --calls 20   # the reference's defaults
+    JAX_PLATFORMS=cpu python benchmarks/studies/tdmpc2_costs.py
+    python benchmarks/studies/tdmpc2_costs.py --model-size 5 --calls 20   # the reference's defaults
 """
 
 from __future__ import annotations

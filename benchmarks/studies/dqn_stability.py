@@ -27,12 +27,12 @@ return, the share of 4,096 visited states whose greedy action changed, the mean 
 the mean change of Q. The first double_q row was written before `branch_from` existed (a run
 from step 0); its last evaluation used other episode keys than the later rows' last one.
 
-    JAX_PLATFORMS=cpu python benchmarks/dqn_stability.py --variant preset
-    JAX_PLATFORMS=cpu python benchmarks/dqn_stability.py --variant double_q
-    JAX_PLATFORMS=cpu python benchmarks/dqn_stability.py --branch-from 24576 --variant target_1024 lr_half
-    JAX_PLATFORMS=cpu python benchmarks/dqn_stability.py --branch-from 50000 --steps 100000 --variant preset
-    JAX_PLATFORMS=cpu python benchmarks/dqn_stability.py --rounds --branch-from 40960 --steps 49920
-    python benchmarks/dqn_stability.py --summary benchmarks/dqn_stability.jsonl
+    JAX_PLATFORMS=cpu python benchmarks/studies/dqn_stability.py --variant preset
+    JAX_PLATFORMS=cpu python benchmarks/studies/dqn_stability.py --variant double_q
+    JAX_PLATFORMS=cpu python benchmarks/studies/dqn_stability.py --branch-from 24576 --variant target_1024 lr_half
+    JAX_PLATFORMS=cpu python benchmarks/studies/dqn_stability.py --branch-from 50000 --steps 100000 --variant preset
+    JAX_PLATFORMS=cpu python benchmarks/studies/dqn_stability.py --rounds --branch-from 40960 --steps 49920
+    python benchmarks/studies/dqn_stability.py --summary benchmarks/studies/dqn_stability.jsonl
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for its shared modules
 
 from ajax import DQN, zoo  # noqa: E402
 from ajax.networks.actor_critic import DiscreteQNetwork  # noqa: E402

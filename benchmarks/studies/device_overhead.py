@@ -1,6 +1,6 @@
 """8 seeds of PPO (the comparison settings) on 1 device against 4 forced host devices.
 
-    XLA_FLAGS=--xla_force_host_platform_device_count=4 python benchmarks/device_overhead.py [--steps N]
+    XLA_FLAGS=--xla_force_host_platform_device_count=4 python benchmarks/studies/device_overhead.py [--steps N]
 
 On a CPU the forced devices share the same cores, so this measures what spreading costs
 (the per-device programs, the padding, the gathers), not a speed-up. Each placement is timed
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for its shared modules
 
 import jax  # noqa: E402
 
@@ -29,7 +29,7 @@ SEEDS = list(range(8))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/device_overhead.jsonl"))
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().with_suffix(".jsonl"))
     args = parser.parse_args()
     jax.config.update("jax_enable_compilation_cache", False)
     agent_name, env_id, kwargs, *_ = RUNS["ppo"]
