@@ -50,7 +50,7 @@ def jit_run_once(fn: Callable, *, on_host: bool = True) -> Callable:
     program on one device) and its results move to the accelerator: a TPU compiles the
     seed-batched initialisers slowly, all of it in code generation that grows with the seeds
     (PPO's initial state on a TPU v5e: 7 s at one seed, 20 s at 64, 19 s at 1,024, where
-    the run itself compiled in 10 to 16 s; `benchmarks/compile_passes.py`), and the host
+    the run itself compiled in 10 to 16 s; `benchmarks/studies/compile_passes.py`), and the host
     compiles it in about a second and a half at any count. A run on an accelerator then starts
     from the initial state a CPU run of the same seeds starts from.
     """
