@@ -10,21 +10,23 @@ bootstrap interval over seeds, as `intervals.py` defines them) and the published
 it. Rows written before the per-seed curve was kept have no interquartile mean: the table
 says "not recorded" for them.
 The Zoo rows use `ajax.zoo`'s presets; an agent the Zoo does not cover runs the settings of its
-calibrated learning test (tests/agents/), which docs/agents.md describes.
+calibrated learning test (tests/agents/), which its page under docs/agents/ describes. Each row
+names the machine it ran on; `results_page.py` writes the rows and their curves into
+docs/results.md.
 
     JAX_PLATFORMS=cpu python benchmarks/learning_checks.py --out benchmarks/learning_checks.jsonl
     python benchmarks/learning_checks.py --only DQN:CartPole-v1 --seeds 5 --out runs/dqn.jsonl
     python benchmarks/learning_checks.py --only TDMPC2:Pendulum-v1 --settings "size 1, full planner" --seeds 3
-    python benchmarks/learning_checks.py --table benchmarks/learning_checks.jsonl --plot docs/learning_curves.png
+    python benchmarks/learning_checks.py --table benchmarks/learning_checks.jsonl
+    python benchmarks/results_page.py     # docs/results.md and its figures, from the rows
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
 import sys
-import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnax
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -50,7 +53,8 @@ from ajax.environments.model_reference import (  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 from ajax.schedule import linear  # noqa: E402
 from ajax.wrappers import InitialStateWrapper, WithoutActionMask  # noqa: E402
-from intervals import final_means, learning_summary  # noqa: E402
+from intervals import learning_summary  # noqa: E402
+from results_page import markdown_table, read_rows  # noqa: E402
 
 RETURN = "Eval/episodic mean reward"
 RELU64 = ("64", "relu", "64", "relu")
@@ -91,7 +95,7 @@ class Check:
 
 
 def pendulum_tracking() -> Any:
-    """APG's tracking task (docs/agents.md#apg): the pendulum starts hanging and its angle from
+    """APG's tracking task (docs/agents/apg.md): the pendulum starts hanging and its angle from
     there follows a first-order reference model towards a 0.5 rad step, over 100-step episodes."""
     plant, _ = gymnax.make("Pendulum-v1")
     plant = InitialStateWrapper(plant, lambda key, state, _: state.replace(theta=jnp.asarray(jnp.pi), theta_dot=0.0))
@@ -426,77 +430,14 @@ def run_check(check: Check, seeds: Sequence[int], num_episode_test: int) -> dict
         },
         **learning_summary(per_seed),
         "wall_s": round(wall, 1),
+        "machine": machine(),
     }
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def latest(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last row of each (agent, env, settings): a rerun replaces the earlier result."""
-    kept: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for row in rows:
-        kept[(row["agent"], row["env_id"], row["settings"])] = row
-    return list(kept.values())
-
-
-def last_three_cells(row: dict[str, Any]) -> tuple[str, str, str]:
-    """The mean of the last three evaluations, their IQM over seeds and its interval, as cells.
-
-    A row written before the per-seed curve was kept still has the mean of its last three
-    evaluations (the mean over seeds of each seed's mean is the mean of the mean curve), but
-    its IQM and interval need each seed's evaluations: those cells say "not recorded".
-    """
-    if "iqm" not in row:
-        return f"{final_means([row['curve']['mean']])[0]:.1f}", "not recorded", "not recorded"
-    interval = row["iqm_ci"]
-    if interval is None:
-        seeds = len(row["seeds"])
-        return f"{row['final3_mean']:.1f}", f"{row['iqm']:.1f}", f"none: {seeds} seed{'s' if seeds > 1 else ''}"
-    return f"{row['final3_mean']:.1f}", f"{row['iqm']:.1f}", f"[{interval[0]:.1f}, {interval[1]:.1f}]"
-
-
-def markdown_table(rows: Sequence[dict[str, Any]]) -> str:
-    lines = [
-        "| agent | task | settings | budget | seeds | final return, mean ± std | last 3, mean | last 3, IQM "
-        "| IQM 95% CI | at target | published |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in latest(rows):
-        at_target = "" if row["target"] is None else f"{row['seeds_at_target']}/{len(row['seeds'])} ≥ {row['target']:g}"
-        published = "" if row["published"] is None else f"{row['published']:g}"
-        last_three, iqm, interval = last_three_cells(row)
-        lines.append(
-            f"| {row['agent']} | {row['env_id']} | {row['settings']} | {row['n_timesteps']:,} | {len(row['seeds'])} "
-            f"| {row['mean']:.1f} ± {row['std']:.1f} | {last_three} | {iqm} | {interval} | {at_target} | {published} |"
-        )
-    return "\n".join(lines)
-
-
-def plot_curves(rows: Sequence[dict[str, Any]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = latest(rows)
-    columns = 4
-    figure, axes = plt.subplots(
-        math.ceil(len(rows) / columns), columns, figsize=(4 * columns, 3 * math.ceil(len(rows) / columns))
-    )
-    for axis, row in zip(np.ravel(axes), rows, strict=False):
-        axis.plot(row["curve"]["timestep"], row["curve"]["mean"])
-        if row["published"] is not None:
-            axis.axhline(row["published"], color="grey", linestyle="--", linewidth=1)
-        title = f"{row['agent']} {row['env_id']} ({row['settings']})"
-        axis.set_title("\n".join(textwrap.wrap(title, 48)), fontsize=8)  # long settings wrap, not overlap
-        axis.set_xlabel("env steps (mean return over seeds; dashed: published)", fontsize=7)
-        axis.tick_params(labelsize=7)
-    for axis in np.ravel(axes)[len(rows) :]:
-        axis.axis("off")
-    figure.tight_layout()
-    figure.savefig(path, dpi=80)
+def machine() -> str:
+    """What the check trained on, as the results page names it: "CPU, N cores" or the accelerator's kind."""
+    device = jax.devices()[0]
+    return f"CPU, {os.cpu_count()} cores" if device.platform == "cpu" else device.device_kind
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -507,17 +448,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--num-episode-test", type=int, default=10)
     parser.add_argument("--out", type=Path, default=None, help="append one JSON line per check here")
     parser.add_argument("--table", type=Path, default=None, help="print the markdown table of this JSONL")
-    parser.add_argument("--plot", type=Path, default=None, help="with --table: write the curves here")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.table is not None:
-        rows = read_rows(args.table)
-        print(markdown_table(rows))
-        if args.plot is not None:
-            plot_curves(rows, args.plot)
+        print(markdown_table(read_rows(args.table)))
         return 0
     checks = [
         check

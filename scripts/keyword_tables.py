@@ -1,4 +1,7 @@
-"""Rewrite docs/agents.md's keyword tables from the agents' declarations (`--check`: only say whether they agree)."""
+"""Rewrite the agents pages' keyword tables from the agents' declarations (`--check`: only say whether they agree).
+
+The tables live in docs/agents/: the shared keywords on index.md, each agent's on its own page.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +10,11 @@ from pathlib import Path
 
 from ajax.agents.keyword_tables import with_tables
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "agents.md"
+PAGES = sorted((Path(__file__).resolve().parents[1] / "docs" / "agents").glob("*.md"))
 
 if __name__ == "__main__":
-    page = PAGE.read_text()
-    fresh = with_tables(page)
+    stale = [page for page in PAGES if with_tables(page.read_text()) != page.read_text()]
     if "--check" in sys.argv[1:]:
-        sys.exit(0 if fresh == page else "docs/agents.md's keyword tables differ from the declarations.")
-    PAGE.write_text(fresh)
+        sys.exit(f"keyword tables differ from the declarations in {[page.name for page in stale]}" if stale else 0)
+    for page in stale:
+        page.write_text(with_tables(page.read_text()))

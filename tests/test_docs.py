@@ -33,7 +33,7 @@ from ajax.cli import build_parser
 from tests.conftest import cut_budgets
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 CUT_BUDGET = 1_000
 FENCE = re.compile(r"^```(\w*)\s*$")
 

@@ -3,7 +3,7 @@
 Equations checked: the differential TD error and average-reward GAE (PPO's GAE on
 r - rho with gamma = 1), bootstrapping at a time limit and not at a terminal; the
 reward-rate update rho_k = rho_{k-1} + beta_k (mean r - rho_{k-1}); the Average Value
-Constraint's penalty nu (E[V])^2 on the critic. Calibration of the learning test: docs/agents.md.
+Constraint's penalty nu (E[V])^2 on the critic. Calibration of the learning test: docs/agents/apo.md.
 """
 
 import jax

@@ -1,7 +1,7 @@
 """ASAC (Adamczyk et al. 2025): the differential soft target and the reward-rate rule by hand,
 a probe with a known reward rate, the best action, bad input; slow: learning Pendulum.
 
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/asac.md.
 """
 
 import jax

@@ -1,7 +1,7 @@
 """AVG (Vasan et al. 2024): the running statistics, the TD scale and the scaled loss by hand,
 known-answer probes, no replay and no target, bad input; slow: learning Pendulum over 300k steps.
 
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/avg.md.
 """
 
 import jax

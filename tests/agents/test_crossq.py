@@ -2,7 +2,7 @@
 moved once per pass over the joint batch and used in acting mode, known-answer probes, bad input,
 the extensions it folds; slow: learning Pendulum next to SAC.
 
-Calibration of the learning test: docs/agents.md#crossq.
+Calibration of the learning test: docs/agents/crossq.md.
 """
 
 import jax
@@ -198,7 +198,7 @@ def test_the_expert_extensions_fold_into_its_updates_and_critic_readers_are_refu
 def test_crossq_learns_pendulum_faster_than_sac():
     """The paper's settings but for a 256-unit critic and learning from step 1,000, to 5,000 steps.
 
-    Calibrated on seeds 0-2 (docs/agents.md#crossq): -169, -95, -121. SAC at the same budget,
+    Calibrated on seeds 0-2 (docs/agents/crossq.md): -169, -95, -121. SAC at the same budget,
     learning rates and start gives -155, -96, -124: on Pendulum the two are level.
     """
     agent = CrossQ("Pendulum-v1", critic_architecture=("256", "relu", "256", "relu"), learning_starts=1_000)

@@ -1,6 +1,6 @@
 """DAgger (Ross, Gordon & Bagnell 2011): the mixture, beta, the losses, the labels, probes, learning.
 
-Calibration of the learning tests (the swing-up expert's and CartPole's): docs/agents.md.
+Calibration of the learning tests (the swing-up expert's and CartPole's): docs/agents/dagger.md.
 """
 
 from dataclasses import dataclass
@@ -254,7 +254,7 @@ def test_probe_the_learner_takes_the_experts_best_action():
             np.testing.assert_allclose(evaluations["Eval/episodic mean reward"][0, -1], 1.0)
 
 
-# Learning (calibration: docs/agents.md) ---------------------------------------------------
+# Learning (calibration: docs/agents/dagger.md) ---------------------------------------------------
 @pytest.mark.slow
 def test_dagger_reaches_the_experts_return_on_cartpole():
     scores = last_returns(DAgger("CartPole-v1", expert_policy=cartpole_expert), 4_000, 1_000)

@@ -4,7 +4,7 @@ known-answer probes, learning.
 Probes (tests/probe_envs.py): Q = [1, 1] on a one-step env; Q = [0, 1] for the two actions;
 the time-limit twin with rewards scaled by 0.1 so every error stays in the Huber loss's
 quadratic zone (V = 1.0 by bootstrapping at the limit, 0.357 with a true terminal).
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/dqn.md.
 """
 
 import re

@@ -1,7 +1,7 @@
 """IQL (Kostrikov et al. 2021): the maths by hand, budgets, known-answer probes, learning, bad input.
 
 Calibration of the learning test (and why it learns from a swing-up expert, not the PD
-expert): docs/agents.md.
+expert): docs/agents/iql.md.
 """
 
 from dataclasses import dataclass

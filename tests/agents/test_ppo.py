@@ -3,7 +3,7 @@
 Probes (tests/probe_envs.py): a one-step value of 1; the best of two actions (discrete and
 continuous); the time-limit twin (reward 1 forever, gamma 0.9, truncated every 5 steps: V = 10
 by bootstrapping at the limit, the Monte Carlo value 2.63 with a true terminal at step 5).
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/ppo.md.
 """
 
 import functools

@@ -1,6 +1,6 @@
 """PQN (Gallici et al. 2024): Q(lambda) returns by hand, known-answer probes, learning.
 
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/pqn.md.
 """
 
 import jax

@@ -1,7 +1,7 @@
 """REDQ (Chen et al. 2021): Algorithm 1's subset-min target and fresh minibatches by hand,
 known-answer probes, bad input; slow: learning Pendulum, and learning it at least as well as SAC.
 
-Calibration of the learning tests: docs/agents.md.
+Calibration of the learning tests: docs/agents/redq.md.
 """
 
 import jax

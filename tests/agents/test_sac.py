@@ -3,7 +3,7 @@
 Probes (tests/probe_envs.py): Q = 1 on a one-step env; the best continuous action 0.5; the
 time-limit twin (reward 1 forever, gamma 0.9, truncated every 5 steps: Q = 10 by bootstrapping
 at the limit, the one-step TD fixed point 3.57 with a true terminal at step 5).
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/sac.md.
 """
 
 import jax

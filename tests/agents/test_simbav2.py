@@ -3,7 +3,7 @@ the loss and the temperature's objective by hand; the return-bounded reward scal
 probes on a hyperspherical actor and categorical critics; the defaults, bad input, the
 extensions it folds; slow: learning Pendulum.
 
-Calibration of the learning test: docs/agents.md#simbav2.
+Calibration of the learning test: docs/agents/simbav2.md.
 """
 
 import jax

@@ -1,6 +1,6 @@
 """TD3 (Fujimoto et al. 2018): its target maths by hand, known-answer probes, learning.
 
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/td3.md.
 """
 
 import jax

@@ -1,7 +1,7 @@
 """TQC (Kuznetsov et al. 2020): the truncated mixture, the quantile Huber loss and the actor's
 critic by hand, known-answer probes, bad input, the extensions it folds; slow: learning Pendulum.
 
-Calibration of the learning test: docs/agents.md#tqc.
+Calibration of the learning test: docs/agents/tqc.md.
 """
 
 import jax

@@ -5,7 +5,7 @@ Algorithm 2: d_r <- d_r - r_t, d_h <- max(d_h - 1, 1)), the exploratory and expl
 commands from the top-K episodes ("Sampling exploratory commands": d_h the top-K's mean
 length, d_r ~ U[M, M + S]), the hindsight command of a stored step (its return to the
 episode's end, the steps left), the command scaling, and the buffer's rings.
-Calibration of the learning test: docs/agents.md.
+Calibration of the learning test: docs/agents/udrl.md.
 """
 
 import jax

@@ -2,7 +2,8 @@
 
 Hand-made scores and rows only, no training: the definitions are checked on examples worked
 out by hand (rliable's IQM is scipy's `trim_mean` at 0.25), and the table on one row written
-before the per-seed curve was kept and one written after.
+before the per-seed curve was kept and one written after (`results_page.py` renders them,
+importing no JAX).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from tests.benchmark_scripts import BENCHMARKS, load_benchmark
 
 intervals = load_benchmark("intervals")
-checks = load_benchmark("learning_checks")
+results = load_benchmark("results_page")
 
 # A row as benchmarks/learning_checks.jsonl held it before the per-seed curve was kept.
 OLD_ROW = {
@@ -66,7 +67,7 @@ def new_row(per_seed: list[list[float]], agent: str = "PPO") -> dict:
 
 def table_line(rows: list[dict], agent: str) -> list[str]:
     """The cells of `agent`'s line in the markdown table."""
-    for line in checks.markdown_table(rows).splitlines()[2:]:
+    for line in results.markdown_table(rows).splitlines()[2:]:
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         if cells[0] == agent:
             return cells
@@ -151,9 +152,9 @@ def test_table_says_why_a_one_seed_row_has_no_interval() -> None:
 
 
 def test_every_recorded_row_renders() -> None:
-    rows = checks.read_rows(BENCHMARKS / "learning_checks.jsonl")
-    table = checks.markdown_table(rows).splitlines()
-    assert len(table) == 2 + len(checks.latest(rows))
-    for row in checks.latest(rows):
+    rows = results.read_rows(BENCHMARKS / "learning_checks.jsonl")
+    table = results.markdown_table(rows).splitlines()
+    assert len(table) == 2 + len(results.latest(rows))
+    for row in results.latest(rows):
         cells = table_line([row], row["agent"])
         assert (cells[7] == "not recorded") == ("per_seed" not in row["curve"])

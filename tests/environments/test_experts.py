@@ -117,7 +117,7 @@ def test_expert_guided_sac_beats_plain_sac_at_a_small_budget():
     """3,000 steps, seeds 0-2, learning from step 1,000; final evaluation (10 episodes).
 
     Guided: 2,000 expert steps in the replay, the expert acting in the warm-up, ImitationLoss.
-    Calibration: docs/agents.md.
+    Calibration: docs/agents/sac.md.
     """
     from ajax.extensions.expert import ImitationLoss
 

@@ -155,7 +155,7 @@ def test_bad_action_extensions_fail_at_construction():
 
 @pytest.mark.slow
 def test_a_residual_policy_starts_at_the_experts_level():
-    """Pendulum-v1, 2 envs, seeds 0-2, 3,000 steps, the swing-up expert. Calibration: docs/agents.md."""
+    """Pendulum-v1, 2 envs, seeds 0-2, 3,000 steps, the swing-up expert. Calibration: docs/agents/sac.md."""
 
     def evaluations(*extensions):
         agent = SAC("Pendulum-v1", n_envs=2, learning_starts=500, extensions=extensions)

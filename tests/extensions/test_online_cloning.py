@@ -114,7 +114,7 @@ def test_online_cloning_refuses_what_it_cannot_serve():
 
 @pytest.mark.slow
 def test_online_cloning_beats_plain_sac_at_a_small_budget():
-    """Pendulum-v1, 2 envs, seeds 0-2, 8,000 steps, the swing-up expert. Calibration: docs/agents.md."""
+    """Pendulum-v1, 2 envs, seeds 0-2, 8,000 steps, the swing-up expert. Calibration: docs/agents/sac.md."""
 
     def final(*extensions):
         agent = SAC("Pendulum-v1", n_envs=2, learning_starts=500, extensions=extensions)

@@ -1,8 +1,9 @@
-"""The agents page's keyword tables, written from the agents' declarations.
+"""The agents pages' keyword tables, written from the agents' declarations.
 
-docs/agents.md marks each table `<!-- keywords: NAME -->` ... `<!-- /keywords -->`, NAME an
-agent or `shared` (the keywords every agent declares alike, tabled once). A test holds the page
-to the declarations; `python scripts/keyword_tables.py` rewrites the tables after a change.
+The pages under docs/agents/ mark each table `<!-- keywords: NAME -->` ... `<!-- /keywords -->`,
+NAME an agent (on its own page) or `shared` (the keywords every agent declares alike, tabled once
+on index.md). A test holds the pages to the declarations; `python scripts/keyword_tables.py`
+rewrites the tables after a change.
 """
 
 from __future__ import annotations

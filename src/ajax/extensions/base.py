@@ -70,14 +70,15 @@ class Extension:
     """Override the phases the feature needs; the stack folds only those.
 
     Phase signatures (`ext_state` is this extension's entry of `agent_state.ext_state`):
-      init_state(ctx, agent_state) -> ext_state
-      pretrain(ctx, agent_state, ext_state) -> (agent_state, ext_state)
-      post_update(ctx, agent_state, ext_state) -> (agent_state, ext_state)
-      eval_metrics(ctx, agent_state, ext_state) -> dict of scalars
-      on_target(ctx, agent_state, ext_state, batch, target) -> (target, metrics)
-      critic_loss(ctx, agent_state, ext_state, batch, critic_params) -> (loss, metrics)
-      actor_loss(ctx, agent_state, ext_state, batch, actor_params) -> (loss, metrics)
-      action(ctx, agent_state, ext_state, obs, action) -> action
+
+        init_state(ctx, agent_state) -> ext_state
+        pretrain(ctx, agent_state, ext_state) -> (agent_state, ext_state)
+        post_update(ctx, agent_state, ext_state) -> (agent_state, ext_state)
+        eval_metrics(ctx, agent_state, ext_state) -> dict of scalars
+        on_target(ctx, agent_state, ext_state, batch, target) -> (target, metrics)
+        critic_loss(ctx, agent_state, ext_state, batch, critic_params) -> (loss, metrics)
+        actor_loss(ctx, agent_state, ext_state, batch, actor_params) -> (loss, metrics)
+        action(ctx, agent_state, ext_state, obs, action) -> action
 
     The action phase returns the action the env executes. By default the replay stores
     that action too: the agent learns off-policy from what was done (an expert that took

@@ -11,7 +11,7 @@ targets, the effective learning rate stays put as the critic's targets move, whi
 lets SimbaV2 scale with width and updates per step.
 
 The layout, sizes and initial values are the reference's (dojeon-ai/SimbaV2,
-`scale_rl/agents/simbaV2/simbaV2_layer.py` and `simbaV2_network.py`); docs/agents.md (SimbaV2's
+`scale_rl/agents/simbaV2/simbaV2_layer.py` and `simbaV2_network.py`); docs/agents/sac.md (SimbaV2's
 networks in SAC) says what of SimbaV2 Ajax builds so far.
 """
 

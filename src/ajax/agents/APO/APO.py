@@ -31,7 +31,7 @@ class APO(ActorCritic):
     `average_reward`) averaging the rollouts' mean rewards with step `average_reward_step`
     (0.1), and the penalty `nu` (E[V])^2 (nu = 0.1) keeping its level from drifting. Other
     defaults are PPO's, its initialisers too (`encoder_kernel_init`, `actor_bias_init`,
-    `critic_bias_init`; the mean's weights keep PPO's default). docs/agents.md has the
+    `critic_bias_init`; the mean's weights keep PPO's default). docs/agents/apo.md has the
     paper, Ajax's choices and the calibrated result.
     """
 

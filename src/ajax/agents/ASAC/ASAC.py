@@ -20,7 +20,7 @@ class ASAC(SAC):
 
     `state.theta` holds each seed's estimate of the reward per step, entropy term
     included; it starts at 0 and moves by `theta_learning_rate` (0.01) times the mean
-    differential TD error of each minibatch. Other defaults are SAC's. docs/agents.md has
+    differential TD error of each minibatch. Other defaults are SAC's. docs/agents/asac.md has
     the paper, Ajax's choices and the calibrated result.
     """
 

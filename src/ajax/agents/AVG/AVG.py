@@ -20,7 +20,7 @@ class AVG(ActorCritic):
     Defaults: one env, actor learning rate 6.3e-3, critic 8.7e-3, Adam with beta1 = 0, a
     fixed entropy coefficient of 0.07, gamma 0.99, two 256-unit leaky-relu layers, and the
     paper's observation normalisation, unit-norm penultimate features and scaled TD error.
-    docs/agents.md has the paper, Ajax's choices and the calibrated result.
+    docs/agents/avg.md has the paper, Ajax's choices and the calibrated result.
     """
 
     name: ClassVar[str] = "AVG"

@@ -23,7 +23,7 @@ class CrossQ(SAC):
     batch renormalisation (momentum 0.99) of every network's input and hidden layers, plain
     batch normalisation for the first 100,000 training passes of each network, one update
     per env step, the actor and temperature every 3rd, learning from step 5,000. The rest is
-    SAC's. docs/agents.md has the equations and Ajax's choices.
+    SAC's. docs/agents/crossq.md has the equations and Ajax's choices.
     """
 
     name: ClassVar[str] = "CrossQ"

@@ -19,7 +19,7 @@ class DAgger(ActorCritic):
     beta_i = 0.5^(i - 1), 4 envs x 250 steps per iteration, then 250 minibatches of 256,
     Adam at 1e-3, two 256-unit relu layers, an aggregate dataset of up to 1e6 rows.
     Observations and rewards are never normalised: the expert reads raw observations, and so
-    does the learner. docs/agents.md has the paper, Ajax's departures and the calibrated results.
+    does the learner. docs/agents/dagger.md has the paper, Ajax's departures and the calibrated results.
     """
 
     name: ClassVar[str] = "DAgger"

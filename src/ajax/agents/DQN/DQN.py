@@ -21,7 +21,7 @@ class DQN(ActorCritic):
     (`tau` < 1: Polyak-averaged instead), epsilon 1.0 to 0.05 over the first half of the run,
     the Huber loss, gradients clipped at norm 10. `double_q` (van Hasselt et al. 2016) and
     `dueling` (Wang et al. 2016) are off, as in the paper.
-    docs/agents.md has the paper, Ajax's choices and the calibrated result.
+    docs/agents/dqn.md has the paper, Ajax's choices and the calibrated result.
     """
 
     name: ClassVar[str] = "DQN"

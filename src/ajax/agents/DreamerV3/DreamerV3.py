@@ -65,7 +65,7 @@ class DreamerV3(ActorCritic):
     adaptive gradient clipping at 0.3 and a linear warm-up over `warmup_updates` (1,000), imagination over 15 steps,
     lambda 0.95, actor entropy 3e-4, the representation loss at 0.1 above 1 free nat
     (`representation_scale`, `free_nats`). `n_timesteps` counts rows, as the reference counts
-    steps: an episode of n steps is n + 1 rows. docs/agents.md lists where Ajax departs
+    steps: an episode of n steps is n + 1 rows. docs/agents/dreamerv3.md lists where Ajax departs
     from the reference.
     """
 

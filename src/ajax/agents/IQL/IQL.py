@@ -21,7 +21,7 @@ class IQL(ActorCritic):
     with weights clipped at 100, gamma 0.99, tau 0.005, Adam at 3e-4, two 256-unit relu
     layers, batches of 256. It takes no `n_envs` (only the evaluation steps the env, with its
     own copies) and never normalises (the dataset's observations are raw and fixed).
-    docs/agents.md has the paper, Ajax's departures and the calibrated result.
+    docs/agents/iql.md has the paper, Ajax's departures and the calibrated result.
     """
 
     name: ClassVar[str] = "IQL"

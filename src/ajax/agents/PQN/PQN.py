@@ -16,7 +16,7 @@ class PQN(ActorCritic):
 
     Defaults: 8 envs, 128-step rollouts, lambda 0.65, 4 epochs of 4 minibatches, learning
     rate 2.5e-4, gradients clipped at norm 10, two 128-unit relu layers with LayerNorm,
-    epsilon 1.0 to 0.05 over the first half of the run. docs/agents.md has the paper,
+    epsilon 1.0 to 0.05 over the first half of the run. docs/agents/pqn.md has the paper,
     Ajax's choices and the calibrated result.
     """
 

@@ -18,7 +18,7 @@ class REDQ(SAC):
     """SAC with an ensemble of N critics, a target from a random subset of M, G updates per step.
 
     Defaults: SAC's, with N = 10 critics, M = 2 and G = 20 critic updates per tick, each on
-    a fresh minibatch, and one actor update against the ensemble's mean. docs/agents.md
+    a fresh minibatch, and one actor update against the ensemble's mean. docs/agents/redq.md
     has the paper, Ajax's choices and the calibrated results.
     """
 

@@ -39,7 +39,7 @@ class SimbaV2(SAC):
     batches of 256 from step 5,000, tau 0.005, temperature 0.01 learned towards an entropy of
     -0.5 per action dimension, observations and rewards normalised per replayed batch. Per
     update: actor, then temperature, then the critics with the updated actor, then the target.
-    docs/agents.md has the equations and where Ajax departs (the step sizes' decay over a fixed
+    docs/agents/simbav2.md has the equations and where Ajax departs (the step sizes' decay over a fixed
     10^6 updates, two critics everywhere).
     """
 

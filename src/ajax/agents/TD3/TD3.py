@@ -37,7 +37,7 @@ class TD3(ActorCritic):
     actor and the critics recurrent, trained on replayed sequences of `sequence_length`
     steps after `burn_in` (docs/memory.md). `action_pipeline=` takes SAC's
     (`ajax.agents.SAC.action_pipeline`: expert-guided exploration around TD3's own noise).
-    docs/agents.md has the paper, Ajax's choices and the calibrated result.
+    docs/agents/td3.md has the paper, Ajax's choices and the calibrated result.
     """
 
     name: ClassVar[str] = "TD3"

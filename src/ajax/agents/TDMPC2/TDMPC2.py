@@ -49,7 +49,7 @@ class TDMPC2(ActorCritic):
     to the reference's heuristic from the episode length, `seed_steps` to max(1000, 5 T).
     `episodic` (a termination head, used by the planner and trained on the true
     terminations) defaults to whether the env's episodes can terminate, read from its step
-    function. docs/agents.md lists where Ajax departs from the reference.
+    function. docs/agents/tdmpc2.md lists where Ajax departs from the reference.
     """
 
     name: ClassVar[str] = "TDMPC2"

@@ -20,7 +20,7 @@ class TQC(SAC):
     Defaults: the paper's (and its reference code's, bayesgroup/tqc_pytorch): N = 5 critics of
     M = 25 quantiles, k = 2 dropped per critic, critics of three 512-unit layers, the actor,
     learning rates, batch, discount, tau and temperature of SAC. Everything SAC collects and
-    guides with (expert, gSDE, action pipelines) works the same; memory is refused. docs/agents.md
+    guides with (expert, gSDE, action pipelines) works the same; memory is refused. docs/agents/tqc.md
     has the equations and Ajax's choices.
     """
 

@@ -19,7 +19,7 @@ class UDRL(ActorCritic):
     Defaults: 2 envs acting 250 steps each per iteration, 25 minibatches of 256 per
     iteration, learning rate 1e-3, a buffer of the 128 most recent episodes, commands from
     its top 5, return and horizon scales 0.02, two 64-unit relu layers. Observations and
-    rewards are never normalised: commands are returns in the env's units. docs/agents.md has
+    rewards are never normalised: commands are returns in the env's units. docs/agents/udrl.md has
     the papers, Ajax's departures and the calibrated result.
     """
 
