@@ -14,7 +14,10 @@ other, each interleaving the libraries itself:
   program), execution, compilation and the whole call, cold and over a warm compile cache;
 - `accelerator.py` (only with `--accelerator-runs`, on a machine with an accelerator): Rejax
   beside Ajax at 1, 64 and 1,024 seeds, with Ajax's seed and env-copy sweeps, on whatever
-  device JAX sees.
+  device JAX sees;
+- `brax_race.py` (only with `--brax-runs`, on an accelerator): Brax's own PPO and SAC trainers
+  beside Ajax's at Brax's published settings on ant and humanoid. Brax is an extra of Ajax,
+  already in its virtual environment, so this one builds nothing and runs with this Python.
 
 Each appends its JSON line(s) to its own file under `benchmarks/` and prints its table.
 Record the machine's load beside the table: only ratios measured on a quiet machine mean
@@ -23,6 +26,7 @@ anything. `--dry-run` prints the commands without running them.
     JAX_PLATFORMS=cpu python benchmarks/peers.py --venvs /tmp/peers
     JAX_PLATFORMS=cpu python benchmarks/peers.py --rejax-runs ppo sac --sbx-runs sac-pendulum --sbx-speed-runs
     python benchmarks/peers.py --rejax-runs --sbx-runs --sbx-speed-runs --accelerator-runs ppo dqn pqn sac
+    python benchmarks/peers.py --rejax-runs --sbx-runs --sbx-speed-runs --brax-runs ppo sac
 """
 
 from __future__ import annotations
@@ -64,8 +68,10 @@ def bench_commands(
     sbx_speed_runs: Sequence[str],
     rounds: int,
     accelerator_runs: Sequence[str] = (),
+    brax_runs: Sequence[str] = (),
 ) -> list[list[str]]:
-    """The four benchmarks, each handed its peer's Python (a benchmark without runs is skipped)."""
+    """The five benchmarks, each handed its peer's Python (a benchmark without runs is skipped;
+    Brax's runs with this one, Brax being an extra of Ajax)."""
     commands = []
     if rejax_runs:
         commands.append(
@@ -87,6 +93,10 @@ def bench_commands(
             [sys.executable, str(HERE / "accelerator.py"), "--rejax-python", str(python_of(venvs, "rejax")),
              "--runs", *accelerator_runs, "--out", str(HERE / "accelerator.jsonl")]
         )  # fmt: skip
+    if brax_runs:
+        commands.append(
+            [sys.executable, str(HERE / "brax_race.py"), "--agents", *brax_runs, "--out", str(HERE / "brax_race.jsonl")]
+        )  # fmt: skip
     return commands
 
 
@@ -100,6 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sbx-speed-runs", nargs="*", default=["sac-64", "sac-256"], help="sbx_speed.py's runs")
     parser.add_argument(
         "--accelerator-runs", nargs="*", default=[], help="accelerator.py's runs, on an accelerator (default: none)"
+    )
+    parser.add_argument(
+        "--brax-runs",
+        nargs="*",
+        choices=("ppo", "sac"),
+        default=[],
+        help="brax_race.py's agents, on an accelerator (default: none)",
     )
     parser.add_argument(
         "--rounds", type=int, default=3, help="fresh processes per library and run (sbx_speed.py: at most 2)"
@@ -117,7 +134,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         peers = list(dict.fromkeys(peer for peer, runs in wanted if runs))
         builds = [c for peer in peers if not python_of(venvs, peer).exists() for c in build_commands(venvs, peer)]
         benches = bench_commands(
-            venvs, args.rejax_runs, args.sbx_runs, args.sbx_speed_runs, args.rounds, args.accelerator_runs
+            venvs,
+            args.rejax_runs,
+            args.sbx_runs,
+            args.sbx_speed_runs,
+            args.rounds,
+            args.accelerator_runs,
+            args.brax_runs,
         )
         for command in builds + benches:
             print("$", shlex.join(command), flush=True)

@@ -38,3 +38,11 @@ def test_on_an_accelerator_the_scaling_race_runs_with_rejaxs_python(tmp_path, ca
     rejax = tmp_path / "rejax" / "bin" / "python"
     assert f"accelerator.py --rejax-python {rejax} --runs ppo sac --out " in line
     assert line.endswith("benchmarks/accelerator.jsonl")
+
+
+def test_brax_races_with_this_python_and_builds_no_environment(tmp_path, capsys):
+    argv = ["--venvs", str(tmp_path), "--dry-run", "--rejax-runs", "--sbx-runs", "--sbx-speed-runs"]
+    peers.main([*argv, "--brax-runs", "ppo", "sac"])
+    (line,) = capsys.readouterr().out.splitlines()
+    assert "brax_race.py --agents ppo sac --out " in line and line.endswith("benchmarks/brax_race.jsonl")
+    assert not any(tmp_path.iterdir())
