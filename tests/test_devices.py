@@ -125,6 +125,27 @@ def test_seed_keys_are_each_seeds_prng_key():
     np.testing.assert_array_equal(keys, np.stack([np.asarray(jax.random.PRNGKey(s)) for s in seeds]))
 
 
+def test_under_jaxs_rbg_prng_a_run_and_a_sweep_draw_four_word_keys_and_repeat_themselves():
+    """`jax.config.update("jax_default_prng_impl", "rbg")`, the implementation JAX suggests on a
+    TPU, makes every key four words: the run's key arrays follow it (they were fixed at two)."""
+    from ajax import PPO
+    from ajax.sweep import sweep
+
+    small = {"n_envs": 2, "n_steps": 16, "batch_size": 16, "n_epochs": 1}
+    previous = jax.config.jax_default_prng_impl
+    jax.config.update("jax_default_prng_impl", "rbg")
+    try:
+        first, _ = PPO("CartPole-v1", **small).train(seed=[0, 1], n_timesteps=64)
+        again, _ = PPO("CartPole-v1", **small).train(seed=[0, 1], n_timesteps=64)
+        swept = sweep(PPO, "CartPole-v1", grid={"gamma": [0.9, 0.99]}, seed=[0], n_timesteps=64, **small)[0]
+    finally:
+        jax.config.update("jax_default_prng_impl", previous)
+    assert jax.tree.leaves(first.rng)[0].shape == (2, 4)
+    assert jax.tree.leaves(swept.rng)[0].shape == (2, 1, 4)
+    for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(again), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
 @pytest.mark.optimized
 def test_a_run_program_at_llvms_second_level_gives_the_third_levels_values_bit_for_bit():
     """A run's program compiles at `xla_backend_optimization_level=2` on a CPU, for its compile

@@ -90,6 +90,13 @@ def default_device() -> jax.Device:
     return chosen if chosen is not None else jax.devices()[0]
 
 
+def key_shape() -> tuple[int, ...]:
+    """The shape of one raw PRNG key under JAX's configured implementation: (2,) for the default
+    threefry, (4,) for `rbg` and `unsafe_rbg` (`jax.config.update("jax_default_prng_impl", ...)`),
+    read when a run is built, so a setting made after importing Ajax holds."""
+    return jax.eval_shape(lambda: jax.random.PRNGKey(0)).shape
+
+
 def seed_keys(seeds: Sequence[int]) -> np.ndarray:
     """Each seed's `jax.random.PRNGKey`, stacked on the host.
 

@@ -42,7 +42,7 @@ from ajax.agents.base import (
 )
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
-from ajax.devices import Placement, jit_run, jit_run_once, seed_keys
+from ajax.devices import Placement, jit_run, jit_run_once, key_shape, seed_keys
 from ajax.environments.host import host_errors
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import write_rows
@@ -293,7 +293,7 @@ def sweep(
         _check_resumed(initial_state, len(runs), len(seeds))
 
         def skeleton_at(run: RunSettings) -> BaseAgentState:
-            keys = jax.ShapeDtypeStruct((len(runs), len(seeds), 2), jnp.uint32)
+            keys = jax.ShapeDtypeStruct((len(runs), len(seeds), *key_shape()), jnp.uint32)
             fresh = SweepProgram.build(agents, dataclasses.replace(run, record=False)).fresh
             return jax.eval_shape(fresh, program.values, keys)
 
@@ -301,7 +301,7 @@ def sweep(
         run, initial_state = agents[0].fit_replay(initial_state, run, start, skeleton_at, n_runs)
         program = SweepProgram.build(agents, dataclasses.replace(run, record=False))
         initial_state = placement.spread(strongly_typed(initial_state))
-    keys = placement.spread(jnp.zeros((len(runs), len(seeds), 2), jnp.uint32))
+    keys = placement.spread(jnp.zeros((len(runs), len(seeds), *key_shape()), jnp.uint32))
     # host_errors: a host env's exception as itself, not as the JAX runtime error that stops the
     # program; a context here rather than a decorator, so warnings keep pointing at the caller.
     with warnings.catch_warnings(), host_errors():

@@ -24,7 +24,7 @@ from ajax.agents.made_by import action_difference, memory_difference
 from ajax.agents.updates_owed import check_gradient_steps
 from ajax.buffers.growth import grown, held_capacity, leaves_by_path
 from ajax.checks import is_count, require_counts
-from ajax.devices import ONE_DEVICE, Placement, jit_run, jit_run_once, seed_keys
+from ajax.devices import ONE_DEVICE, Placement, jit_run, jit_run_once, key_shape, seed_keys
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
 from ajax.environments.host import host_errors
 from ajax.environments.interaction import REPLAY_FIELDS
@@ -805,7 +805,7 @@ class ActorCritic:
         # A fresh run is a resumed call from the initial state: both run one compiled program,
         # so a run split in two follows one call's arithmetic exactly. Every key comes from
         # the state: `seed` plays no further part.
-        keys = placement.spread(jnp.zeros((n_seeds, 2), jnp.uint32))
+        keys = placement.spread(jnp.zeros((n_seeds, *key_shape()), jnp.uint32))
         # With a backend on, a worker writes the evaluations while the program runs, and is
         # stopped on the way out, also when training raises. Its runs are named after the
         # seeds given, or their positions when a resumed state holds other seeds.
@@ -889,7 +889,7 @@ class ActorCritic:
         """The shapes and dtypes of this agent's fresh state for `n_seeds` seeds, traced once."""
         cache_key = ("skeleton", n_seeds, run.replay_capacity)
         if cache_key not in self._programs:
-            keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)
+            keys = jax.ShapeDtypeStruct((n_seeds, *key_shape()), jnp.uint32)
             self._programs[cache_key] = self._fresh_program(one_seed, run).eval_shape(keys)
         return self._programs[cache_key]
 
