@@ -1,0 +1,43 @@
+"""benchmarks/world_models/throughput.py: the resumed call reuses the compiled program and counts its updates."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+from tests.benchmark_scripts import BENCHMARKS, load_benchmark
+
+throughput = load_benchmark("world_models/throughput")
+
+
+def world_model_checks():
+    """benchmarks/world_models/learning_checks.py under a name of its own: its stem is the
+    top-level learning_checks.py's, which other tests import by that name."""
+    name = "world_models_learning_checks"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / "world_models" / "learning_checks.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_dreamerv3_1m_is_the_cartpole_gate_of_the_learning_checks():
+    agent, env_id, settings = throughput.RUNS["dreamerv3-1m"]
+    assert (agent, env_id) == ("DreamerV3", "CartPole-v1")
+    gate = world_model_checks().CHECKS["cartpole"].settings
+    assert {key: settings[key] for key in gate} == gate
+    assert throughput.RUNS["dreamerv3-12m"][2] == {**settings, "model_size": "12m"}
+
+
+def test_a_measurement_times_the_resumed_call_alone_and_counts_its_updates(monkeypatch):
+    # A DreamerV3 small enough to compile in seconds: its first update at tick 8 + 4 of 2 copies.
+    tiny = {"model_size": "1m", "n_envs": 2, "train_ratio": 8.0, "batch_size": 2, "batch_length": 4}
+    monkeypatch.setitem(throughput.RUNS, "tiny", ("DreamerV3", "CartPole-v1", tiny))
+    row = throughput.measure("tiny", n_seeds=2, warmup=32, steps=16)
+    assert row["resumed_compile_s"] == 0.0  # the resumed call ran the first call's program
+    assert row["backend_compile_s"] > 0 and row["compile_spans_s"] <= row["first_call_s"]
+    assert row["updates"] == 2 * 16  # two seeds, one update a row: 8 replayed rows per collected row of 2 x 4
+    assert row["updates_per_s"] == pytest.approx(row["updates"] / row["resumed_call_s"], rel=1e-2)
+    assert row["env_steps_per_s"] == pytest.approx(2 * 16 / row["resumed_call_s"], rel=1e-2)
