@@ -6,7 +6,9 @@ inside each seed, and how long each program takes to trace, lower and compile. E
 sweep) is one process, its sizes in ascending order, so the device's peak memory (a
 high-water mark over the process's life) belongs to the largest size measured so far; a
 size that does not fit is recorded with its error and ends that sweep. Ajax's compile cache
-is off. Rows go to `benchmarks/accelerator.jsonl` with the device kind.
+is off. Rows go to `benchmarks/accelerator.jsonl` with the device kind. `--prng rbg` runs every
+worker, Ajax's and Rejax's, under JAX's `rbg` generator (one instruction a draw on a TPU,
+where threefry is arithmetic); its rows race apart from threefry's.
 
 A row's execution is the first call less the union of its compile spans (`--repeats 0`,
 the default: a long budget runs once), or the median of `--repeats` further calls. Its
@@ -297,6 +299,8 @@ def rejax_point(name: str, sweep: str, size: int, repeats: int, scale: float) ->
 def worker(library: str, name: str, sweep: str, sizes: Sequence[int], repeats: int, scale: float, until: float) -> None:
     """Each size in turn, a JSON line apiece; a size that fails (out of memory), or the clock passing
     `until` (seconds since the epoch), ends the sweep."""
+    import jax
+
     from perf_bench import device_fields, peak_bytes
 
     measure = ajax_point if library == "ajax" else rejax_point
@@ -305,6 +309,7 @@ def worker(library: str, name: str, sweep: str, sizes: Sequence[int], repeats: i
             return
         n_seeds, n_envs, n_timesteps = sweep_point(RUNS[name], sweep, size, scale)
         row = {"library": library, "run": name, "sweep": sweep, "n_seeds": n_seeds, "n_envs": n_envs}
+        row["prng"] = jax.config.jax_default_prng_impl
         row.update(n_timesteps=n_timesteps, **device_fields())
         try:
             row.update(measure(name, sweep, size, repeats, scale))
@@ -324,12 +329,21 @@ def worker(library: str, name: str, sweep: str, sizes: Sequence[int], repeats: i
 
 # Orchestration -----------------------------------------------------------------------------------
 def in_fresh_process(
-    python: str, library: str, name: str, sweep: str, sizes: Sequence[int], repeats: int, scale: float, until: float
+    python: str,
+    library: str,
+    name: str,
+    sweep: str,
+    sizes: Sequence[int],
+    repeats: int,
+    scale: float,
+    until: float,
+    prng: str = "threefry",
 ) -> Iterator[dict[str, Any]]:
-    """One worker process's rows as it prints them, so a run stopped at a time limit keeps what it measured."""
+    """One worker process's rows as it prints them, so a run stopped at a time limit keeps what it measured.
+    `prng` is JAX's random-number generator for the worker (`JAX_DEFAULT_PRNG_IMPL`), for either library."""
     command = [python, __file__, "--worker", library, name, sweep, *map(str, sizes)]
     command += ["--repeats", str(repeats), "--budget-scale", str(scale), "--until", str(until)]
-    env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
+    env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1", "JAX_DEFAULT_PRNG_IMPL": prng}
     path = [str(HERE)] + ([str(ROOT / "src")] if library == "ajax" else [])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [*path, env.get("PYTHONPATH")]))
     with tempfile.TemporaryFile("w+") as errors:
@@ -348,11 +362,17 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def run_label(row: dict[str, Any]) -> str:
+    """The run's name, with the random-number generator beside it when it is not JAX's default."""
+    prng = row.get("prng", "threefry")
+    return row["run"] if prng == "threefry" else f"{row['run']} ({prng})"
+
+
 def latest(rows: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
-    """The last row of each (device, library, run, sweep, seeds, envs)."""
+    """The last row of each (device, library, run and its generator, sweep, seeds, envs)."""
     keyed = {}
     for row in rows:
-        key = (row["device_kind"], row["library"], row["run"], row["sweep"], row["n_seeds"], row["n_envs"])
+        key = (row["device_kind"], row["library"], run_label(row), row["sweep"], row["n_seeds"], row["n_envs"])
         keyed[key] = row
     return keyed
 
@@ -440,6 +460,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--report", type=Path, help="print the table of a file of rows instead of measuring")
     parser.add_argument("--plot", type=Path, help="with --report: draw the scaling plot here")
     parser.add_argument("--budget-scale", type=float, default=1.0, help="each run's steps a seed times this")
+    parser.add_argument(
+        "--prng",
+        choices=("threefry", "rbg", "unsafe_rbg"),
+        default="threefry",
+        help="JAX's random-number generator in every worker, Ajax's and Rejax's (default: JAX's threefry)",
+    )
     parser.add_argument("--minutes", type=float, help="start no measurement after this many minutes")
     parser.add_argument("--until", type=float, default=math.inf, help=argparse.SUPPRESS)
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -482,7 +508,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"--minutes {args.minutes} passed: {library} {name} {sweep} not measured", flush=True)
             continue
         python = sys.executable if library == "ajax" else args.rejax_python
-        for row in in_fresh_process(python, library, name, sweep, sizes, args.repeats, args.budget_scale, until):
+        measured = in_fresh_process(
+            python, library, name, sweep, sizes, args.repeats, args.budget_scale, until, args.prng
+        )
+        for row in measured:
             rows.append(stamp(row))
             with args.out.open("a") as file:
                 file.write(json.dumps(rows[-1]) + "\n")

@@ -112,6 +112,30 @@ def test_the_race_divides_ajax_by_rejax_at_each_seed_count_both_measured_the_lat
     assert "RESOURCE_EXHAUSTED" in table
 
 
+def test_a_generator_other_than_threefry_reaches_both_workers_and_races_apart(monkeypatch):
+    seen = []
+
+    class Worker:
+        def __init__(self, command, stdout, stderr, text, env):
+            seen.append(env["JAX_DEFAULT_PRNG_IMPL"])
+            self.stdout, self.returncode = iter(['{"n_seeds": 64}\n']), 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(accelerator.subprocess, "Popen", Worker)
+    rows = list(accelerator.in_fresh_process("python3", "rejax", "ppo", "seeds", [64], 0, 1.0, 0.0, prng="rbg"))
+    assert seen == ["rbg"] and rows == [{"n_seeds": 64}]
+
+    rbg = [row("ajax", 64, 3.0e6, prng="rbg"), row("rejax", 64, 1.0e6, prng="rbg")]
+    default = [row("ajax", 64, 2.0e6), row("rejax", 64, 2.0e6)]
+    lines = {line["run"]: line["execution_ratio"] for line in accelerator.race(rbg + default)}
+    assert lines == {"ppo (rbg)": 3.0, "ppo": 1.0}
+
+
 def test_the_plot_draws_both_sweeps(tmp_path):
     rows = [row("ajax", 1, 1e5), row("ajax", 64, 5e6), row("rejax", 64, 4e6)]
     rows.append({**row("ajax", 1, 2e5), "sweep": "envs", "n_envs": 64})
