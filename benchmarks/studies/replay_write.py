@@ -1,0 +1,101 @@
+"""Does the replay's write cost the replay agents their speed and compile at many seeds on an accelerator?
+
+On the TPU v5e, Ajax's DQN and SAC compiled in 91 and 70 s at 1,024 seeds (24 and 40 s for
+Rejax) and SAC ran at 0.65x Rejax's speed there (issue 58). Their run programs write each
+tick's `n_envs` rows into the replay with flashbax's item buffer, a scatter at per-seed
+indices: vmapped over the seeds, the write position is a batched value, 12 scatters an
+iteration in SAC's program. Every seed writes at the same position, though, so the write
+could be a `dynamic_update_slice` at one shared index. This study times the two writes alone,
+in a loop of `--ticks` writes of `n_envs` rows into a `--rows`-row ring per seed, at each
+seed count: compile seconds and microseconds a write. Run it on the device in question.
+
+    python benchmarks/studies/replay_write.py --seeds 1 64 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+
+WIDTH = 3 + 1 + 1 + 3 + 2  # Pendulum's obs, action, reward, next obs and the two flags, as floats
+
+
+def scatter_write(ring: jax.Array, rows: jax.Array, index: jax.Array) -> jax.Array:
+    """flashbax's item-buffer write: each row at its own position, modulo the ring."""
+    positions = (jnp.arange(rows.shape[0]) + index) % ring.shape[0]
+    return ring.at[positions].set(rows)
+
+
+def slice_write(ring: jax.Array, rows: jax.Array, index: jax.Array) -> jax.Array:
+    """The rows as one block at `index` (a ring whose length `n_envs` divides never wraps mid-block)."""
+    return jax.lax.dynamic_update_slice_in_dim(ring, rows, index, axis=0)
+
+
+def program(write: Callable, n_seeds: int, ticks: int, shared_index: bool) -> Callable:
+    """`ticks` writes into every seed's ring, the index per seed (batched) or one for all."""
+    step = jax.vmap(write, in_axes=(0, 0, None if shared_index else 0))
+
+    def run(ring: jax.Array, rows: jax.Array) -> jax.Array:
+        def tick(t: jax.Array, ring: jax.Array) -> jax.Array:
+            index = t * rows.shape[1] % ring.shape[1]
+            index = index if shared_index else jnp.full((n_seeds,), index)
+            return step(ring, rows + t.astype(rows.dtype), index)
+
+        return jax.lax.fori_loop(0, ticks, tick, ring)
+
+    return jax.jit(run, donate_argnums=0)
+
+
+def measure(n_seeds: int, n_envs: int, n_rows: int, ticks: int) -> list[dict]:
+    rows = jnp.ones((n_seeds, n_envs, WIDTH))
+    results = []
+    for name, write, shared in [
+        ("scatter, per-seed index (flashbax's)", scatter_write, False),
+        ("scatter, shared index", scatter_write, True),
+        ("dynamic_update_slice, shared index", slice_write, True),
+    ]:
+        compiled_at = time.perf_counter()
+        ring = jnp.zeros((n_seeds, n_rows, WIDTH))
+        compiled = program(write, n_seeds, ticks, shared).lower(ring, rows).compile()
+        compile_s = time.perf_counter() - compiled_at
+        jax.block_until_ready(compiled(ring, rows))
+        ring = jnp.zeros((n_seeds, n_rows, WIDTH))
+        started = time.perf_counter()
+        jax.block_until_ready(compiled(ring, rows))
+        seconds = time.perf_counter() - started
+        results.append(
+            {
+                "write": name,
+                "n_seeds": n_seeds,
+                "n_envs": n_envs,
+                "rows": n_rows,
+                "ticks": ticks,
+                "device_kind": jax.devices()[0].device_kind,
+                "compile_s": round(compile_s, 3),
+                "us_per_write": round(1e6 * seconds / ticks, 3),
+            }
+        )
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 64, 1024])
+    parser.add_argument("--n-envs", type=int, default=4)
+    parser.add_argument("--rows", type=int, default=16_384, help="rows of each seed's ring (Ajax's REPLAY_FLOOR)")
+    parser.add_argument("--ticks", type=int, default=1_250, help="writes a call (accelerator.py's SAC at x0.25)")
+    args = parser.parse_args(argv)
+    for n_seeds in args.seeds:
+        for result in measure(n_seeds, args.n_envs, args.rows, args.ticks):
+            print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
