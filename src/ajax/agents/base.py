@@ -834,11 +834,16 @@ class ActorCritic:
         """
         require_counts(num_episode_test=num_episode_test)
         timestep = shared_counters(state)["timestep"]
-        run = RunSettings(timestep, timestep, timestep, num_episode_test=num_episode_test)
-        one_seed = self.get_make_train()(run=run)
+        # One program per (timestep, episodes), kept: evaluating a state again, with other
+        # seeds, reruns it instead of compiling the episodes again (tens of seconds on physics).
+        cache_key = ("evaluate", timestep, num_episode_test)
+        if cache_key not in self._programs:
+            run = RunSettings(timestep, timestep, timestep, num_episode_test=num_episode_test)
+            one_seed = self.get_make_train()(run=run)
+            self._programs[cache_key] = jax.jit(jax.vmap(one_seed.evaluate, axis_name=SEED_AXIS))
         n_seeds = jax.tree.leaves(state.rng)[0].shape[0]
         keys = jax.random.split(jax.random.PRNGKey(seed), n_seeds)
-        metrics = jax.jit(jax.vmap(one_seed.evaluate, axis_name=SEED_AXIS))(state, keys)
+        metrics = self._programs[cache_key](state, keys)
         return {name: np.asarray(values) for name, values in metrics.items()}
 
     def fit_replay(
