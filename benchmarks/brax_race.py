@@ -325,41 +325,6 @@ def brax_execution(epochs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 # Workers (each in its own process) --------------------------------------------------------------
-class ProgramCompiles:
-    """Backend-compile seconds by the program's name (JAX passes it to the duration listener)."""
-
-    _active: list[ProgramCompiles] = []
-    _registered = False
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-
-    @classmethod
-    def _listener(cls, event: str, duration: float, **kwargs: Any) -> None:
-        from compile_spans import STAGES
-
-        if event == STAGES["backend_compile_s"]:
-            for recorder in cls._active:
-                name = str(kwargs.get("fun_name", "?"))
-                recorder.seconds[name] = recorder.seconds.get(name, 0.0) + duration
-
-    def __enter__(self) -> ProgramCompiles:
-        import jax
-
-        if not ProgramCompiles._registered:
-            jax.monitoring.register_event_duration_secs_listener(ProgramCompiles._listener)
-            ProgramCompiles._registered = True
-        ProgramCompiles._active.append(self)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        ProgramCompiles._active.remove(self)
-
-    def top(self, n: int = 6) -> dict[str, float]:
-        ranked = sorted(self.seconds.items(), key=lambda item: -item[1])[:n]
-        return {name: round(seconds, 3) for name, seconds in ranked}
-
-
 def install_device_put_replicated() -> None:
     """Put back `jax.device_put_replicated` (removed in JAX 0.10), which brax 0.14.2's trainers call,
     in this process only.
@@ -420,7 +385,7 @@ def brax_worker(agent: str, env_id: str, settings: dict[str, Any]) -> dict[str, 
         )
 
     environment = envs.get_environment(env_id)
-    with CompileSpans() as spans, ProgramCompiles() as programs:
+    with CompileSpans() as spans:
         started_at, start = time.time(), time.perf_counter()
         trainer.train(
             environment=environment,
@@ -435,7 +400,7 @@ def brax_worker(agent: str, env_id: str, settings: dict[str, Any]) -> dict[str, 
         "steps": steps,
         "compile_s": round(min(spans.total(), whole_s), 3),
         **{name: round(spans.total(event), 3) for name, event in STAGES.items()},
-        "backend_compile_by_program": programs.top(),
+        "backend_compile_by_program": spans.slowest_programs(),
         **brax_execution(epochs),
         "epochs": epochs,
         "whole_s": round(whole_s, 3),
@@ -494,7 +459,7 @@ def ajax_worker(agent: str, env_id: str, settings: dict[str, Any], evals: str) -
         outputs["state"], outputs["evaluations"] = model.train(**train, logging_config=logging)
         return outputs["state"]
 
-    with ProgramCompiles() as programs:
+    with CompileSpans() as programs:
         result = timed(call, repeats=0)
     result.pop("out")
     state, evaluations = outputs["state"], outputs["evaluations"]
@@ -514,7 +479,7 @@ def ajax_worker(agent: str, env_id: str, settings: dict[str, Any], evals: str) -
         "trace_s": result["trace_s"],
         "lower_s": result["lower_s"],
         "backend_compile_s": result["backend_compile_s"],
-        "backend_compile_by_program": programs.top(),
+        "backend_compile_by_program": programs.slowest_programs(),
         "exec_s": exec_s,
         "exec_steps": steps,
         "exec_steps_per_s": round(steps / exec_s, 1),

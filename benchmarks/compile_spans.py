@@ -39,16 +39,20 @@ class CompileSpans:
     def __init__(self) -> None:
         self.spans: list[tuple[float, float]] = []
         self.by_event: dict[str, list[tuple[float, float]]] = {}
+        self.by_program: dict[str, float] = {}  # backend-compile seconds by the program's name
 
     @classmethod
     def _listener(cls, event: str, duration: float, **kwargs: Any) -> None:
         if event not in COMPILE_EVENTS:
             return
         end = time.time()
+        program = str(kwargs.get("fun_name", "?"))
         with cls._lock:
             for recorder in cls._active:
                 recorder.spans.append((end - duration, end))
                 recorder.by_event.setdefault(event, []).append((end - duration, end))
+                if event == STAGES["backend_compile_s"]:
+                    recorder.by_program[program] = recorder.by_program.get(program, 0.0) + duration
 
     def __enter__(self) -> CompileSpans:
         with CompileSpans._lock:
@@ -61,6 +65,11 @@ class CompileSpans:
     def __exit__(self, *exc: Any) -> None:
         with CompileSpans._lock:
             CompileSpans._active.remove(self)
+
+    def slowest_programs(self, n: int = 6) -> dict[str, float]:
+        """The `n` programs whose backend compiles took longest, with their seconds."""
+        ranked = sorted(self.by_program.items(), key=lambda item: -item[1])[:n]
+        return {name: round(seconds, 3) for name, seconds in ranked}
 
     def total(self, event: str | None = None) -> float:
         """The union of every span, or of one event's (tracing, lowering or compiling) alone."""

@@ -60,3 +60,17 @@ def test_perf_bench_needs_a_file_for_its_rows_and_positive_counts():
     with pytest.raises(SystemExit):
         perf_bench.parse_args(["pendulum", "--seeds", "0", "--out", "x.jsonl"])
     assert perf_bench.parse_args(["pendulum", "--out", "x.jsonl"]).seeds == [1, 4, 16, 32]
+
+
+def test_the_compile_spans_add_each_programs_backend_compile_under_its_name():
+    compile_spans = load_benchmark("compile_spans")
+
+    def doubled_on_purpose(x):
+        return x * 2
+
+    with compile_spans.CompileSpans() as spans:
+        jax.jit(doubled_on_purpose)(jnp.ones(5))
+    assert spans.by_program["jit(doubled_on_purpose)"] > 0
+    assert sum(spans.by_program.values()) == pytest.approx(spans.total(compile_spans.STAGES["backend_compile_s"]))
+    slowest = spans.slowest_programs(1)
+    assert len(slowest) == 1 and max(spans.by_program.values()) == pytest.approx(next(iter(slowest.values())), abs=1e-3)
