@@ -108,6 +108,7 @@ def test_beside_an_accelerator_the_initial_state_runs_on_the_host_and_lands_on_t
     landed = program(keys[0])
     assert landed.devices() == {devices.default_device()}
     assert not isinstance(devices.jit_run_once(initial, on_host=False), devices.OnHost)
+    assert isinstance(devices.ONE_DEVICE.run_once(initial), devices.OnHost)  # one device: the fresh state's
 
     def no_cpu_backend(platform: str | None = None) -> list:
         raise RuntimeError(f"Unknown backend {platform}")

@@ -181,6 +181,11 @@ class Placement:
         spec = PartitionSpec(RUN_AXIS)
         return jax.shard_map(fn, mesh=self.mesh, in_specs=spec, out_specs=spec, check_vma=False)
 
+    def run_once(self, fn: Callable) -> Callable:
+        """`fn` placed as `program` places it, jitted as a program that runs once a call
+        (`jit_run_once`): on one device, beside an accelerator, the host's CPU runs it."""
+        return jit_run_once(self.program(fn), on_host=self.mesh is None)
+
     def _put(self, leaf: Any) -> jax.Array:
         sharding = NamedSharding(self.mesh, PartitionSpec(RUN_AXIS))
         if not self.multi_process:

@@ -42,7 +42,7 @@ from ajax.agents.base import (
 )
 from ajax.agents.loop import RunSettings
 from ajax.checks import is_count
-from ajax.devices import Placement, jit_run, jit_run_once, key_shape, seed_keys
+from ajax.devices import Placement, jit_run, key_shape, seed_keys
 from ajax.environments.host import host_errors
 from ajax.logging.wandb_logging import LoggingConfig
 from ajax.logging.worker import write_rows
@@ -287,8 +287,7 @@ def sweep(
     if initial_state is None:
         keys = placement.spread(np.repeat(seed_keys(seeds)[None], len(runs), 0))
         with host_errors():  # a host env's reset that raised, as itself
-            fresh = jit_run_once(placement.program(program.fresh), on_host=placement.mesh is None)
-            initial_state = fresh(values, keys)
+            initial_state = placement.run_once(program.fresh)(values, keys)
     else:
         _check_resumed(initial_state, len(runs), len(seeds))
 

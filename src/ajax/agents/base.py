@@ -24,7 +24,7 @@ from ajax.agents.made_by import action_difference, memory_difference
 from ajax.agents.updates_owed import check_gradient_steps
 from ajax.buffers.growth import grown, held_capacity, leaves_by_path
 from ajax.checks import is_count, require_counts
-from ajax.devices import ONE_DEVICE, Placement, jit_run, jit_run_once, key_shape, seed_keys
+from ajax.devices import ONE_DEVICE, Placement, jit_run, key_shape, seed_keys
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
 from ajax.environments.host import host_errors
 from ajax.environments.interaction import REPLAY_FIELDS
@@ -887,7 +887,7 @@ class ActorCritic:
         cache_key = ("fresh", run.total_timesteps, run.replay_capacity, placement.mesh)
         if cache_key not in self._programs:
             fresh = jax.vmap(one_seed.fresh_state, axis_name=SEED_AXIS)
-            self._programs[cache_key] = jit_run_once(placement.program(fresh), on_host=placement.mesh is None)
+            self._programs[cache_key] = placement.run_once(fresh)
         return self._programs[cache_key]
 
     def _skeleton(self, one_seed: Callable, run: RunSettings, n_seeds: int) -> BaseAgentState:
