@@ -16,7 +16,11 @@ def load_benchmark(name: str) -> ModuleType:
 
     A study is named with its folder: `load_benchmark("studies/dqn_stability")`.
     """
-    path = BENCHMARKS / f"{name}.py"
+    return load_script(BENCHMARKS / f"{name}.py")
+
+
+def load_script(path: Path) -> ModuleType:
+    """The repository's script at `path` (benchmarks/, scripts/) imported under its file's stem."""
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module

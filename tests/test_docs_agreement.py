@@ -21,6 +21,7 @@ import pytest
 import yaml  # PyYAML comes with flax, a dependency of Ajax
 
 from ajax.agents.registry import AGENTS
+from tests.benchmark_scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN_NAMES = {
@@ -141,11 +142,12 @@ def test_memory_page_names_every_agent_that_refuses_memory():
 
 
 AGENT_PAGES = ROOT / "docs" / "agents"
+SITE_HOOKS = load_script(ROOT / "scripts" / "site_hooks.py")
 
 
 def agent_page(name: str) -> Path:
-    """The page of agent `name` under docs/agents/: its name in lower case, TDMPC2MultiTask's split."""
-    return AGENT_PAGES / f"{'tdmpc2_multitask' if name == 'TDMPC2MultiTask' else name.lower()}.md"
+    """The page of agent `name` under docs/agents/, by the rule the site's links follow."""
+    return AGENT_PAGES / f"{SITE_HOOKS.agent_page(name)}.md"
 
 
 def test_every_agent_has_a_page_and_every_page_an_agent():

@@ -7,7 +7,6 @@ rewriting and markers are also checked directly, without a build.
 from __future__ import annotations
 
 import html
-import importlib.util
 import os
 import re
 import subprocess
@@ -21,18 +20,12 @@ import ajax
 from ajax.agents.base import SHARED_KEYWORDS
 from ajax.agents.registry import AGENTS
 from ajax.cli import build_parser
+from tests.benchmark_scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_hooks():
-    spec = importlib.util.spec_from_file_location("site_hooks", ROOT / "scripts" / "site_hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-hooks = load_hooks()
+hooks = load_script(ROOT / "scripts" / "site_hooks.py")
 
 
 def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess:

@@ -16,25 +16,11 @@ from ajax.agents.brax_settings import (
     ppo_from_brax,
     sac_from_brax,
 )
+from tests.benchmark_scripts import load_benchmark
 
-# Brax's training notebook, train_fn['ant'] (docs/brax.md writes the same run out by hand).
-ANT = {
-    "num_timesteps": 50_000_000,
-    "num_evals": 10,
-    "reward_scaling": 10,
-    "episode_length": 1000,
-    "normalize_observations": True,
-    "action_repeat": 1,
-    "unroll_length": 5,
-    "num_minibatches": 32,
-    "num_updates_per_batch": 4,
-    "discounting": 0.97,
-    "learning_rate": 3e-4,
-    "entropy_cost": 1e-2,
-    "num_envs": 4096,
-    "batch_size": 2048,
-    "seed": 1,
-}
+# Brax's training notebook, train_fn['ant'], as the race beside Brax's trainer runs it (docs/brax.md
+# writes the same run out by hand).
+ANT = load_benchmark("brax_race").RACES["ppo", "ant"].settings
 
 
 def test_brax_ants_ppo_config_becomes_the_keywords_the_docs_write_out():
