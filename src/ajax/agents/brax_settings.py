@@ -12,7 +12,7 @@ pmap on reset) are read and dropped.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from flax.linen.initializers import lecun_uniform
@@ -115,7 +115,7 @@ class BraxRun:
     seed: int
     num_episode_test: int
     # Steps between evaluations: Brax evaluates once before training and num_evals - 1 times over it (0: none).
-    log_frequency: int = field(default=0)
+    log_frequency: int = 0
 
     def train_keywords(self) -> dict[str, Any]:
         """`agent.train`'s budget, seed and evaluation episodes (a LoggingConfig at `log_frequency` adds the
@@ -162,8 +162,8 @@ def ppo_from_brax(config: Mapping[str, Any]) -> BraxRun:
         "bootstrap_on_truncation": given["bootstrap_on_timeout"],
         "advantage_estimator": "vtrace",
         "policy_distribution": "tanh_gaussian",
-        "actor_architecture": _swish(networks["policy_hidden_layer_sizes"]),
-        "critic_architecture": _swish(networks["value_hidden_layer_sizes"]),
+        "actor_architecture": _layers(networks["policy_hidden_layer_sizes"], "swish"),
+        "critic_architecture": _layers(networks["value_hidden_layer_sizes"], "swish"),
         "encoder_kernel_init": lecun_uniform(),
         "mean_kernel_init": lecun_uniform(),
         **_env_keywords(given),
@@ -262,7 +262,3 @@ def _run(keywords: dict[str, Any], given: dict[str, Any]) -> BraxRun:
 
 def _layers(sizes: Any, activation: str) -> tuple[str, ...]:
     return tuple(part for size in sizes for part in (str(int(size)), activation))
-
-
-def _swish(sizes: Any) -> tuple[str, ...]:
-    return _layers(sizes, "swish")
