@@ -337,7 +337,7 @@ def in_fresh_process(
     repeats: int,
     scale: float,
     until: float,
-    prng: str = "threefry",
+    prng: str = "threefry2x32",
 ) -> Iterator[dict[str, Any]]:
     """One worker process's rows as it prints them, so a run stopped at a time limit keeps what it measured.
     `prng` is JAX's random-number generator for the worker (`JAX_DEFAULT_PRNG_IMPL`), for either library."""
@@ -364,8 +364,8 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 def run_label(row: dict[str, Any]) -> str:
     """The run's name, with the random-number generator beside it when it is not JAX's default."""
-    prng = row.get("prng", "threefry")
-    return row["run"] if prng == "threefry" else f"{row['run']} ({prng})"
+    prng = row.get("prng", "threefry2x32")
+    return row["run"] if prng == "threefry2x32" else f"{row['run']} ({prng})"
 
 
 def latest(rows: Sequence[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
@@ -462,8 +462,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget-scale", type=float, default=1.0, help="each run's steps a seed times this")
     parser.add_argument(
         "--prng",
-        choices=("threefry", "rbg", "unsafe_rbg"),
-        default="threefry",
+        choices=("threefry2x32", "rbg", "unsafe_rbg"),
+        default="threefry2x32",
         help="JAX's random-number generator in every worker, Ajax's and Rejax's (default: JAX's threefry)",
     )
     parser.add_argument("--minutes", type=float, help="start no measurement after this many minutes")

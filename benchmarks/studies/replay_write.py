@@ -10,6 +10,15 @@ in a loop of `--ticks` writes of `n_envs` rows into a `--rows`-row ring per seed
 seed count: compile seconds and microseconds a write. Run it on the device in question.
 
     python benchmarks/studies/replay_write.py --seeds 1 64 1024
+
+Measured with that command on one TPU v5e chip (2026-12-07, JAX 0.10.2, code at d618dde;
+rows in benchmarks/studies/replay_write.jsonl), microseconds a write of 4 rows a seed into a
+16,384-row ring at 1, 64 and 1,024 seeds: the scatter at per-seed indices (flashbax's, what
+the item replay does under vmap) 4.2, 17.6 and 11,460; the scatter at a shared index 4.3,
+2.2 and 7.6; one dynamic_update_slice at a shared index 4.7, 10.3 and 69.7. At 1,024 seeds
+the per-seed scatter takes about 1,500 times as long as the shared one and compiles in 1.5 s
+against 0.3 s. On the 2-core CPU (64 seeds) the three took 5.1, 4.5 and 3.6 us, all
+compiling in 0.1 s. PERFORMANCE_REPORT.md has the finding.
 """
 
 from __future__ import annotations

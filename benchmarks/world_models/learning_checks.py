@@ -107,6 +107,7 @@ def machine() -> dict[str, Any]:
         "n_cpus": os.cpu_count(),
         "load_avg_1m": os.getloadavg()[0],
         "backend": jax.default_backend(),
+        "device": jax.devices()[0].device_kind,
         "jax": jax.__version__,
         "python": platform.python_version(),
     }
@@ -186,6 +187,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# JAX's device_kind, as the learning table names the machine (a row without one ran on 2 CPU cores).
+MACHINES = {"TPU v5 lite": "TPU v5e"}
+
+
 def table_row(row: dict[str, Any]) -> dict[str, Any]:
     """The check as a row of the learning table (`benchmarks/learning_checks.py --table`).
 
@@ -195,6 +200,8 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
     per_seed = np.asarray(row["curve"]["per_seed"])
     finals = per_seed[:, -1]
     check = CHECKS[row["name"]]
+    backend = row["machine"]["backend"]
+    kind = row["machine"].get("device", backend.upper())
     changed = [
         f"{name}={value:g}" if isinstance(value, int | float) else f"{name}={value}"
         for name, value in row["settings"].items()
@@ -220,6 +227,7 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
         "curve": row["curve"],
         **learning_summary(per_seed),
         "wall_s": round(row["minutes"] * 60, 1),
+        **({} if backend == "cpu" else {"machine": MACHINES.get(kind, kind)}),
     }
 
 

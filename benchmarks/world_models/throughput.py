@@ -16,6 +16,9 @@ horizon, so the replay's shape does not change), and its whole time is execution
 
     python benchmarks/world_models/throughput.py --out runs/world_model_throughput.jsonl
     JAX_PLATFORMS=cpu python benchmarks/world_models/throughput.py --runs dreamerv3-1m --warmup 1200 --steps 64
+
+The first command's rows on one TPU v5e chip (2026-12-07) are kept in
+`benchmarks/world_models/throughput.jsonl`; docs/world_models.md tables them.
 """
 
 from __future__ import annotations

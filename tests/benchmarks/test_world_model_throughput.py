@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 
 import pytest
@@ -41,3 +42,14 @@ def test_a_measurement_times_the_resumed_call_alone_and_counts_its_updates(monke
     assert row["updates"] == 2 * 16  # two seeds, one update a row: 8 replayed rows per collected row of 2 x 4
     assert row["updates_per_s"] == pytest.approx(row["updates"] / row["resumed_call_s"], rel=1e-2)
     assert row["env_steps_per_s"] == pytest.approx(2 * 16 / row["resumed_call_s"], rel=1e-2)
+
+
+def test_a_checks_table_row_names_an_accelerator_and_leaves_the_cpu_unnamed():
+    checks = world_model_checks()
+    rows = (BENCHMARKS / "world_models" / "learning_checks.jsonl").read_text().splitlines()
+    tpu = next(json.loads(line) for line in rows if json.loads(line)["machine"]["backend"] == "tpu")
+    cpu = next(json.loads(line) for line in rows if json.loads(line)["machine"]["backend"] == "cpu")
+    assert checks.table_row(tpu)["machine"] == "TPU"  # a row from before the device kind was kept
+    tpu["machine"]["device"] = "TPU v5 lite"
+    assert checks.table_row(tpu)["machine"] == "TPU v5e"
+    assert "machine" not in checks.table_row(cpu)  # the learning table's own machine kind
