@@ -35,6 +35,8 @@ SEEDS = [3, 5]
 TIMESTEPS = 600
 LOG_FREQUENCY = 100
 WORKER_NAME = "ajax-logging-worker"
+# The logged and the plain program are fused apart and their evaluations compared bit for bit.
+pytestmark = pytest.mark.exact
 
 
 def tiny_dqn() -> DQN:

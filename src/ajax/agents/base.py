@@ -22,7 +22,7 @@ from ajax import nonfinite
 from ajax.agents.loop import RunSettings
 from ajax.agents.made_by import action_difference, memory_difference
 from ajax.agents.updates_owed import check_gradient_steps
-from ajax.buffers.growth import grown, held_capacity, leaves_by_path
+from ajax.buffers.growth import grown, held_capacity, is_replay, leaves_by_path
 from ajax.checks import is_count, require_counts
 from ajax.devices import ONE_DEVICE, Placement, jit_run, key_shape, seed_keys
 from ajax.environments.create import check_action_space, has_action_mask, kept_observations, prepare_env
@@ -248,6 +248,10 @@ def shared_counters(state: BaseAgentState) -> dict[str, int]:
         "n_logs": np.asarray(state.n_logs),
         "n_updates": np.asarray(state.n_updates),
     }
+    # Every seed writes its replay at one shared position (ajax.lockstep), so the positions too.
+    for path, leaf in leaves_by_path(state).items():
+        if is_replay(path) and path.endswith(".current_index"):
+            counters[f"replay position ({path})"] = np.asarray(leaf)
     for name, values in counters.items():
         if values.ndim != 1 or np.any(values != values[0]):
             raise ValueError(

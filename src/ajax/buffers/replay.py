@@ -16,12 +16,35 @@ import jax
 import jax.numpy as jnp
 
 from ajax.environments.interaction import Transition
+from ajax.lockstep import lockstep
 from ajax.state import BaseAgentState, EnvironmentConfig
 
 
 def item_buffer(capacity: int, batch_size: int):
     """flashbax's item buffer: a ring of `capacity` rows, each add a batch of them, uniform samples of `batch_size`."""
     return fbx.make_item_buffer(max_length=capacity, min_length=1, sample_batch_size=batch_size, add_batches=True)
+
+
+@lockstep
+def _write_items(experience: Any, rows: Any, index: jax.Array) -> Any:
+    """Rows (n, ...) into an item buffer's ring (1, capacity, ...) from `index` on, wrapping."""
+    n, capacity = jax.tree.leaves(rows)[0].shape[0], jax.tree.leaves(experience)[0].shape[1]
+    positions = (index + jnp.arange(n)) % capacity
+    return jax.tree.map(lambda ring, row: ring.at[0, positions].set(row), experience, rows)
+
+
+def add_items(buffer_state: Any, rows: Any) -> Any:
+    """flashbax's item-buffer add of a batch of rows (n, ...), written in lock-step across seeds
+    (`ajax.lockstep`): flashbax's own add scatters at each seed's index."""
+    n, capacity = jax.tree.leaves(rows)[0].shape[0], jax.tree.leaves(buffer_state.experience)[0].shape[1]
+    if n > capacity:
+        raise ValueError(f"An add of {n} rows overruns a replay of {capacity}: raise buffer_size to at least {n}.")
+    end = buffer_state.current_index + n
+    return buffer_state.replace(
+        experience=_write_items(buffer_state.experience, rows, buffer_state.current_index),
+        current_index=end % capacity,
+        is_full=buffer_state.is_full | (end >= capacity),
+    )
 
 
 def stored(transition: Transition) -> Transition:
@@ -60,7 +83,7 @@ class ReplayBuffer:
 
     def add(self, state: BaseAgentState, transition: Transition) -> BaseAgentState:
         collector = state.collector_state
-        buffer_state = self._buffer.add(collector.buffer_state, stored(transition))
+        buffer_state = add_items(collector.buffer_state, stored(transition))
         return state.replace(collector_state=collector.replace(buffer_state=buffer_state))
 
     def sample(self, buffer_state: Any, key: jax.Array) -> Transition:

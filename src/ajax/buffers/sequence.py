@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from ajax.environments.interaction import Transition
+from ajax.lockstep import lockstep
 from ajax.state import BaseAgentState, EnvironmentConfig
 
 
@@ -30,6 +31,14 @@ class SequenceStep:
     transition: Transition
     episode_start: jax.Array
     carry: Any = ()
+
+
+@lockstep
+def _write_step(lines: Any, step: Any, index: jax.Array) -> Any:
+    """One step (n_envs, ...) into every env's line (n_envs, length, ...) at `index`."""
+    return jax.tree.map(
+        lambda line, row: jax.lax.dynamic_update_slice_in_dim(line, row[:, None], index, axis=1), lines, step
+    )
 
 
 @dataclass(frozen=True)
@@ -77,14 +86,11 @@ class SequenceReplay:
         return state.replace(collector_state=collector.replace(buffer_state=self.append(collector.buffer_state, step)))
 
     def append(self, buffer_state: Any, step: SequenceStep) -> Any:
-        """One time step into every env's line, as flashbax's add writes it but by a slice update:
-        its add scatters, which XLA's CPU backend runs one index at a time."""
+        """One time step into every env's line, as flashbax's add writes it but by a slice update
+        in lock-step across seeds (`ajax.lockstep`): its add scatters, which XLA's CPU backend runs
+        one index at a time."""
         index = buffer_state.current_index
-        experience = jax.tree.map(
-            lambda line, row: jax.lax.dynamic_update_slice_in_dim(line, row[:, None], index, axis=1),
-            buffer_state.experience,
-            step,
-        )
+        experience = _write_step(buffer_state.experience, step, index)
         length = self.capacity // self.n_envs
         return buffer_state.replace(
             experience=experience,

@@ -25,6 +25,7 @@ from flax import struct
 
 from ajax import nonfinite
 from ajax.environments.interaction import Transition, step_envs
+from ajax.lockstep import lockstep
 from ajax.state import ACTION_MASK, BaseAgentState, EnvironmentConfig
 
 
@@ -127,10 +128,15 @@ def per_env_where(flag: jax.Array, value: Any, otherwise: Any) -> Any:
     return jax.tree.map(lambda v, o: jnp.where(flag.reshape(-1, *([1] * (v.ndim - 1))), v, o), value, otherwise)
 
 
-def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:
-    """`rows` (n_envs, ...) into every env's ring at the slot of `tick`."""
-    slot = tick % capacity(replay)
+@lockstep
+def _write_slot(replay: Rows, rows: Rows, slot: jax.Array) -> Rows:
     return jax.tree.map(lambda buffer, x: jax.lax.dynamic_update_index_in_dim(buffer, x, slot, 1), replay, rows)
+
+
+def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:
+    """`rows` (n_envs, ...) into every env's ring at the slot of `tick`, in lock-step across seeds
+    (`ajax.lockstep`)."""
+    return _write_slot(replay, rows, tick % capacity(replay))
 
 
 def rows_held(replay: Rows, ticks: jax.Array) -> jax.Array:

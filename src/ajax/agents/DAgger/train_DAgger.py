@@ -37,7 +37,7 @@ from ajax.agents.DAgger.core import (
 )
 from ajax.agents.DAgger.state import DAggerConfig, DAggerState, Labelled
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step
-from ajax.buffers.replay import item_buffer
+from ajax.buffers.replay import add_items, item_buffer
 from ajax.environments.interaction import ActionPipeline, Transition, init_collector
 from ajax.environments.utils import batch_size
 from ajax.evaluate import EvalPolicy
@@ -92,7 +92,7 @@ class AggregateDataset:
         return self._buffer.init(Labelled(obs=env_args.observation_zeros(), label=label))
 
     def add(self, dataset: Any, rows: Labelled) -> Any:
-        return self._buffer.add(dataset, rows)
+        return add_items(dataset, rows)
 
     def sample(self, dataset: Any, key: jax.Array) -> Labelled:
         return self._buffer.sample(dataset, key).experience
