@@ -241,3 +241,21 @@ def test_a_physics_env_refuses_an_agent_of_the_other_action_space():
 
     with pytest.raises(ValueError, match="DQN acts in discrete action spaces, but inverted_pendulum is continuous"):
         DQN("inverted_pendulum")
+
+
+class LoadedError(Exception):
+    """Stops make_playground at Playground's load, holding the overrides it was asked for."""
+
+
+@pytest.mark.parametrize(("backend", "impl"), [("cpu", "jax"), ("tpu", "jax"), ("gpu", None)])
+def test_playground_takes_mjxs_jax_implementation_anywhere_but_a_gpu(backend, impl, monkeypatch):
+    from mujoco_playground import registry
+
+    def load(env_id: str, config_overrides: dict) -> None:
+        raise LoadedError(config_overrides)
+
+    monkeypatch.setattr(jax, "default_backend", lambda: backend)
+    monkeypatch.setattr(registry, "load", load)
+    with pytest.raises(LoadedError) as loaded:
+        make_playground("PendulumSwingup", episode_length=None)
+    assert loaded.value.args[0].get("impl") == impl  # warp, Playground's default, runs on CUDA GPUs and CPUs only

@@ -138,11 +138,13 @@ def make_playground(
     fresh_reset: bool = True,
     **config_overrides: Any,
 ) -> BraxLikeEnv:
-    """A Playground env; on a CPU, on MJX's pure-JAX implementation (its default, warp, is ~35x slower there)."""
+    """A Playground env; off an NVIDIA GPU, on MJX's pure-JAX implementation. Playground's default,
+    warp, runs on CUDA GPUs and CPUs only: ~35x slower on a CPU, and beside a TPU MJX would
+    place the model on the host's CPU (or fail without warp installed)."""
     from mujoco_playground import registry
 
     config = registry.get_default_config(env_id)
-    overrides = {"impl": "jax"} if "impl" in config and jax.default_backend() == "cpu" else {}
+    overrides = {"impl": "jax"} if "impl" in config and jax.default_backend() != "gpu" else {}
     overrides.update(config_overrides)
     env = registry.load(env_id, config_overrides=overrides)
     length = episode_length or int(getattr(env._config, "episode_length", 1000))
