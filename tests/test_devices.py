@@ -162,3 +162,25 @@ def test_a_run_program_at_llvms_second_level_gives_the_third_levels_values_bit_f
 
     params, x = jax.random.normal(jax.random.PRNGKey(0), (32, 16)), jax.random.normal(jax.random.PRNGKey(1), (8, 32))
     np.testing.assert_array_equal(np.asarray(jit_run(run)(params, x)), np.asarray(jax.jit(run)(params, x)))
+
+
+@pytest.mark.parametrize("name", ["jit_run", "jit_run_once"])
+def test_a_program_is_traced_with_the_garbage_collector_paused_and_it_runs_again_after(name):
+    import gc
+
+    from ajax import devices
+
+    jit, seen = getattr(devices, name), []
+
+    def program(x: jax.Array) -> jax.Array:
+        seen.append(gc.isenabled())
+        return x + 1
+
+    assert int(jit(program)(jnp.int32(1))) == 2
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # a caller's own pause outlasts the trace
+    try:
+        jit(program)(jnp.int32(1))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
