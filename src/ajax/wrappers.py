@@ -79,6 +79,31 @@ def step_resetting_when_done(
     return obs, next_state, jnp.asarray(reward, jnp.float32), terminated, truncated, info
 
 
+def resets_after_step_env(step: Callable) -> Callable:
+    """Marks an env class's `step` as `step_env` followed by `step_resetting_when_done`'s reset."""
+    step.resets_after_step_env = True
+    return step
+
+
+def steps_through_step_env(env: Any) -> bool:
+    """Whether `env.step` is `step_env` and a reset: gymnax's own step, or one marked
+    `resets_after_step_env` (Ajax's wrappers', Brax's and Playground's). An episode counted to its
+    first end can then be stepped by `step_without_reset`, and a program that does so compiles no
+    reset in its loop (a Brax or Playground reset is a full physics pass)."""
+    step = type(env).step
+    return step is environment.Environment.step or getattr(step, "resets_after_step_env", False)
+
+
+def step_without_reset(env: environment.Environment, key: jax.Array, state: Any, action: jax.Array, params: Any):
+    """`step_resetting_when_done`'s step with the reset left out, from the same key: the same
+    transition up to an episode's end, and the ended episode stepped on after it."""
+    step_key, _ = jax.random.split(key)
+    obs, stepped, reward, terminated, info = env.step_env(step_key, state, action, params)
+    terminated = jnp.asarray(terminated, bool)
+    truncated = jnp.asarray(env.is_truncated(stepped, params), bool) & ~terminated
+    return obs, stepped, jnp.asarray(reward, jnp.float32), terminated, truncated, {**info, "final_observation": obs}
+
+
 class Wrapper(environment.Environment):
     """Delegate everything to the inner env; subclasses change step_env or reset_env (and ActionRepeat)."""
 
@@ -99,6 +124,7 @@ class Wrapper(environment.Environment):
     def is_truncated(self, state, params):
         return self.env.is_truncated(state, params)
 
+    @resets_after_step_env
     def step(self, key, state, action, params=None):
         """The auto-reset of the layer below that has one (Brax, Playground, AutoReset), else gymnax's."""
         if self.reset_policy is None:

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from flax import struct
 from gymnax.environments import environment, spaces
 
-from ajax.wrappers import step_resetting_when_done
+from ajax.wrappers import resets_after_step_env, step_resetting_when_done
 
 
 @struct.dataclass
@@ -111,6 +111,7 @@ class BraxLikeEnv(environment.Environment):
     def is_truncated(self, state: Any, params: Any) -> jax.Array:
         return state.info["steps"] >= params.max_steps_in_episode
 
+    @resets_after_step_env
     def step(self, key: jax.Array, state: Any, action: jax.Array, params: Any = None):
         """gymnax's step, with the reset computed only when some episode ended."""
         params = self.default_params if params is None else params

@@ -8,6 +8,7 @@ true terminal.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from ajax.environments.utils import (
 )
 from ajax.schedule import Schedule, at
 from ajax.state import ACTION_MASK, ENV_AXIS, MASKED, BaseAgentState, CollectorState, EnvironmentConfig
+from ajax.wrappers import step_without_reset, steps_through_step_env
 
 
 @struct.dataclass
@@ -62,12 +64,18 @@ def reset_envs(key: jax.Array, env_args: EnvironmentConfig) -> tuple[jax.Array, 
 
 
 def step_envs(
-    key: jax.Array, env_state: Any, action: jax.Array, env_args: EnvironmentConfig
+    key: jax.Array, env_state: Any, action: jax.Array, env_args: EnvironmentConfig, reset: bool = True
 ) -> tuple[jax.Array, Any, jax.Array, jax.Array, jax.Array, jax.Array]:
-    """Step every copy once: (obs after auto-reset, state, reward, terminated, truncated, final obs)."""
+    """Step every copy once: (obs after auto-reset, state, reward, terminated, truncated, final obs).
+
+    `reset=False`, for episodes counted only to their first end (the evaluation's), leaves the
+    auto-reset out where the env's step is `step_env` and a reset (`steps_through_step_env`):
+    the same transitions up to each end, and no reset compiled into the caller's loop."""
     keys = jax.random.split(key, env_args.n_envs)
     env_action = to_env_action(action, env_args)
-    step = jax.vmap(env_args.env.step, in_axes=(0, 0, 0, None), axis_name=ENV_AXIS)
+    env = env_args.env
+    one_step = env.step if reset or not steps_through_step_env(env) else functools.partial(step_without_reset, env)
+    step = jax.vmap(one_step, in_axes=(0, 0, 0, None), axis_name=ENV_AXIS)
     obs, env_state, reward, terminated, truncated, info = step(keys, env_state, env_action, env_args.env_params)
     terminated = jnp.asarray(terminated, bool)
     truncated = jnp.asarray(truncated, bool) & ~terminated  # a true terminal wins a tie
