@@ -3,7 +3,7 @@
 Episodes run side by side for the env's maximum episode length; each stops counting at
 its first end, and the env is not reset after it (`step_envs(..., reset=False)`): an ended
 episode steps on unread, and the program holds no reset in its loop, which on Brax and
-Playground (a reset is a full physics pass) made the evaluation's first call a quarter
+Playground (a reset is a full physics pass) made the evaluation's first call a third
 quicker (brax's ant, 2 CPU cores: 12.8 to 8.3 s). Besides the return and length, the
 evaluation reports the policy's entropy and, for agents with a critic, the value bias: the
 critic's estimate at each evaluated step minus the discounted return realised from that
