@@ -493,8 +493,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             plot(rows, args.plot)
         return 0
     from perf_bench import stamp
+    from provenance import append_row
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     # Each run's seed sweep beside Rejax's first, the env sweeps after: a time limit cuts the latter.
     jobs = []
     for name in args.runs:
@@ -513,8 +513,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for row in measured:
             rows.append(stamp(row))
-            with args.out.open("a") as file:
-                file.write(json.dumps(rows[-1]) + "\n")
+            append_row(args.out, rows[-1])
             shown = row.get("error") or f"{row['exec_steps_per_s']:,.0f} steps/s, compile {row['compile_spans_s']} s"
             print(f"{library} {name} {sweep}: {row['n_seeds']} seeds x {row['n_envs']} envs: {shown}", flush=True)
     print(report(rows))

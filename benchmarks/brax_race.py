@@ -657,9 +657,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(worker(job)), flush=True)
         return 0
     from perf_bench import stamp
+    from provenance import append_row
 
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
     until = math.inf if args.minutes is None else time.time() + 60 * args.minutes
     rows = []
     for job in jobs(args):
@@ -670,8 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         row = stamp(in_fresh_process(job, None if math.isinf(left) else left))
         rows.append(row)
         if args.out is not None:
-            with args.out.open("a") as file:
-                file.write(json.dumps(row) + "\n")
+            append_row(args.out, row)
         print(summary(row), flush=True)
     for line in ratios(rows):
         print(json.dumps(line), flush=True)

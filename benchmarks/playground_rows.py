@@ -58,7 +58,6 @@ On a CPU Ajax picks MJX's pure-JAX physics (`impl="jax"`), as it does on a TPU.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -71,14 +70,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling benchmark modules
 
 from brax_race import jsonable, parse_overrides  # noqa: E402
+from provenance import append_row, machine_name  # noqa: E402
 
 ROOT = HERE.parent
 OUT = HERE / "playground_rows.jsonl"
 TABLE_OUT = HERE / "learning_checks.jsonl"
 RETURN = "Eval/episodic mean reward"
 SETTINGS = "Playground brax_ppo_config"
-# JAX's device_kind, as the learning table names the machine (a row without one ran on 2 CPU cores).
-MACHINES = {"TPU v5 lite": "TPU v5e"}
 NETWORK_KEYS = ("policy_hidden_layer_sizes", "value_hidden_layer_sizes")
 
 
@@ -160,9 +158,8 @@ def settings_label(differs: dict[str, Any]) -> str:
 
 def machine(fields: dict[str, Any]) -> dict[str, Any]:
     """The learning table's `machine` field: none on a CPU, the accelerator's kind otherwise."""
-    if fields["backend"] == "cpu":
-        return {}
-    return {"machine": MACHINES.get(fields["device_kind"], fields["device_kind"])}
+    name = machine_name(fields["backend"], fields["device_kind"])
+    return {} if name is None else {"machine": name}
 
 
 # A run --------------------------------------------------------------------------------------------
@@ -331,12 +328,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def append(path: Path, row: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as file:
-        file.write(json.dumps(row) + "\n")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     from perf_bench import stamp
@@ -348,8 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"--minutes {args.minutes} passed: {name} not run", flush=True)
             continue
         row = stamp(run_task(TASKS[name], args.settings[name], args.seeds))
-        append(args.out, row)
-        append(args.table_out, table_row(row))
+        append_row(args.out, row)
+        append_row(args.table_out, table_row(row))
         print(summary(row), flush=True)
         done += 1
     return 0 if done else 1

@@ -1,4 +1,5 @@
-"""Where a benchmark row was measured: the commit, read with git.
+"""Where a benchmark row was measured (the commit, read with git; the machine, as the learning
+table names it) and where it goes (a JSON line appended to a file).
 
 Its own module, importing nothing of Ajax or JAX, so that a parent process which only starts
 workers (`perf_bench.py`, `accelerator.py`) never opens the device: on a TPU the first process
@@ -7,10 +8,14 @@ to start JAX holds the chip its workers need.
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+# JAX's device_kind, as the learning table names the machine (a row without one ran on 2 CPU cores).
+MACHINES = {"TPU v5 lite": "TPU v5e"}
 
 
 def git_commit() -> str:
@@ -22,3 +27,15 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def machine_name(backend: str, device_kind: str) -> str | None:
+    """The learning table's `machine` for a row: none on a CPU (its own machine kind), else the device's."""
+    return None if backend == "cpu" else MACHINES.get(device_kind, device_kind)
+
+
+def append_row(path: Path, row: dict[str, Any]) -> None:
+    """`row` as one JSON line at the end of `path`, its folder made where missing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as file:
+        file.write(json.dumps(row) + "\n")

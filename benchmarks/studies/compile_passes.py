@@ -103,15 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.worker[0], int(args.worker[1]), int(args.worker[2]))
         return 0
     sys.path.insert(0, str(BENCHMARKS))
-    from provenance import git_commit
+    from provenance import append_row, git_commit
 
     for n_seeds in args.seeds:
         row = {"commit": git_commit(), **measure(args.run, n_seeds, args.steps)}
         print(json.dumps(row), flush=True)
         if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            with args.out.open("a") as file:
-                file.write(json.dumps(row) + "\n")
+            append_row(args.out, row)
     return 0
 
 

@@ -34,7 +34,6 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -51,6 +50,7 @@ from ajax import DreamerV3  # noqa: E402
 from ajax._compile_cache import cpu_model  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 from intervals import iqm, iqm_interval, learning_summary  # noqa: E402
+from provenance import append_row, git_commit, machine_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = Path(__file__).resolve().parent / "learning_checks.jsonl"
@@ -89,14 +89,6 @@ CHECKS = {
         reference=313.0,
     ),
 }
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    except OSError:
-        return "unknown"
-    return out.stdout.strip() or "unknown"
 
 
 def machine() -> dict[str, Any]:
@@ -187,10 +179,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-# JAX's device_kind, as the learning table names the machine (a row without one ran on 2 CPU cores).
-MACHINES = {"TPU v5 lite": "TPU v5e"}
-
-
 def table_row(row: dict[str, Any]) -> dict[str, Any]:
     """The check as a row of the learning table (`benchmarks/learning_checks.py --table`).
 
@@ -201,7 +189,7 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
     finals = per_seed[:, -1]
     check = CHECKS[row["name"]]
     backend = row["machine"]["backend"]
-    kind = row["machine"].get("device", backend.upper())
+    name = machine_name(backend, row["machine"].get("device", backend.upper()))
     changed = [
         f"{name}={value:g}" if isinstance(value, int | float) else f"{name}={value}"
         for name, value in row["settings"].items()
@@ -227,7 +215,7 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
         "curve": row["curve"],
         **learning_summary(per_seed),
         "wall_s": round(row["minutes"] * 60, 1),
-        **({} if backend == "cpu" else {"machine": MACHINES.get(kind, kind)}),
+        **({} if name is None else {"machine": name}),
     }
 
 
@@ -273,11 +261,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     row = run(args)
     print(json.dumps(row), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("a") as file:
-        file.write(json.dumps(row) + "\n")
-    with args.table_out.open("a") as file:
-        file.write(json.dumps(table_row(row)) + "\n")
+    append_row(args.out, row)
+    append_row(args.table_out, table_row(row))
     low, high = row["window"]
     verdict = "PASS" if row["passed"] else "FAIL"
     print(

@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(measure(name, int(n_seeds), int(warmup), int(steps))), flush=True)
         return 0
     sys.path.insert(0, str(BENCHMARKS))
-    from provenance import git_commit
+    from provenance import append_row, git_commit
 
     for name in args.runs:
         row = {"commit": git_commit(), **in_fresh_process(name, args.seeds, args.warmup, args.steps)}
@@ -126,9 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
         if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            with args.out.open("a") as file:
-                file.write(json.dumps(row) + "\n")
+            append_row(args.out, row)
     return 0
 
 
