@@ -42,6 +42,14 @@ def any_episode_ended(done: jax.Array) -> jax.Array:
     return count > 0
 
 
+def _stepped(env: environment.Environment, step_key: jax.Array, state: Any, action: jax.Array, params: Any):
+    """`env.step_env`'s transition with the contract's flags: truncated only where not terminated."""
+    obs, stepped, reward, terminated, info = env.step_env(step_key, state, action, params)
+    terminated = jnp.asarray(terminated, bool)
+    truncated = jnp.asarray(env.is_truncated(stepped, params), bool) & ~terminated
+    return obs, stepped, reward, terminated, truncated, info
+
+
 def step_resetting_when_done(
     env: environment.Environment,
     key: jax.Array,
@@ -59,9 +67,7 @@ def step_resetting_when_done(
     the same key split as gymnax's own `Environment.step`, a gymnax env steps identically.
     """
     step_key, reset_key = jax.random.split(key)
-    obs_stepped, stepped, reward, terminated, info = env.step_env(step_key, state, action, params)
-    terminated = jnp.asarray(terminated, bool)
-    truncated = jnp.asarray(env.is_truncated(stepped, params), bool) & ~terminated
+    obs_stepped, stepped, reward, terminated, truncated, info = _stepped(env, step_key, state, action, params)
     done = terminated | truncated
 
     def reset(_: None) -> tuple[jax.Array, Any]:
@@ -98,9 +104,7 @@ def step_without_reset(env: environment.Environment, key: jax.Array, state: Any,
     """`step_resetting_when_done`'s step with the reset left out, from the same key: the same
     transition up to an episode's end, and the ended episode stepped on after it."""
     step_key, _ = jax.random.split(key)
-    obs, stepped, reward, terminated, info = env.step_env(step_key, state, action, params)
-    terminated = jnp.asarray(terminated, bool)
-    truncated = jnp.asarray(env.is_truncated(stepped, params), bool) & ~terminated
+    obs, stepped, reward, terminated, truncated, info = _stepped(env, step_key, state, action, params)
     return obs, stepped, jnp.asarray(reward, jnp.float32), terminated, truncated, {**info, "final_observation": obs}
 
 
