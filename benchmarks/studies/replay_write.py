@@ -19,6 +19,15 @@ the item replay does under vmap) 4.2, 17.6 and 11,460; the scatter at a shared i
 the per-seed scatter takes about 1,500 times as long as the shared one and compiles in 1.5 s
 against 0.3 s. On the 2-core CPU (64 seeds) the three took 5.1, 4.5 and 3.6 us, all
 compiling in 0.1 s. PERFORMANCE_REPORT.md has the finding.
+
+Vmapped, the third write is a scatter too: JAX batches `dynamic_update_slice` into one, at
+any index. The fourth, `ajax.lockstep`'s slice update behind the seed axis, is one slice
+update over all the seeds. `--sample` adds to every tick what the replay agents' updates do
+between writes, a draw of 256 rows a seed at that seed's own random positions, so the ring is
+both written and gathered in one loop (in SAC's run at 1,024 seeds the TPU profile showed the
+ring's layout changed back and forth between its write and its sample, every tick).
+
+    python benchmarks/studies/replay_write.py --seeds 1 64 1024 --sample
 """
 
 from __future__ import annotations
@@ -31,6 +40,8 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+
+from ajax.lockstep import lockstep
 
 WIDTH = 3 + 1 + 1 + 3 + 2  # Pendulum's obs, action, reward, next obs and the two flags, as floats
 
@@ -46,32 +57,49 @@ def slice_write(ring: jax.Array, rows: jax.Array, index: jax.Array) -> jax.Array
     return jax.lax.dynamic_update_slice_in_dim(ring, rows, index, axis=0)
 
 
-def program(write: Callable, n_seeds: int, ticks: int, shared_index: bool) -> Callable:
-    """`ticks` writes into every seed's ring, the index per seed (batched) or one for all."""
-    step = jax.vmap(write, in_axes=(0, 0, None if shared_index else 0))
+@lockstep
+def lockstep_write(ring: jax.Array, rows: jax.Array, index: jax.Array, lead: int) -> jax.Array:
+    """The rows as one block at `index`, a slice update behind the seed axes (`ajax.lockstep`)."""
+    return jax.lax.dynamic_update_slice_in_dim(ring, rows, index, axis=lead)
 
-    def run(ring: jax.Array, rows: jax.Array) -> jax.Array:
-        def tick(t: jax.Array, ring: jax.Array) -> jax.Array:
+
+SAMPLE = 256  # rows a seed drawn each tick with --sample (the replay agents' batch)
+
+
+def program(write: Callable, n_seeds: int, ticks: int, shared_index: bool, sample: bool = False) -> Callable:
+    """`ticks` writes into every seed's ring, the index per seed (batched) or one for all; with
+    `sample`, each tick also draws SAMPLE rows a seed at random and adds up their first column."""
+    step = jax.vmap(write, in_axes=(0, 0, None if shared_index else 0))
+    draw = jax.vmap(lambda ring, key: ring[jax.random.randint(key, (SAMPLE,), 0, ring.shape[0]), 0].sum())
+
+    def run(ring: jax.Array, rows: jax.Array) -> tuple[jax.Array, jax.Array]:
+        def tick(t: jax.Array, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            ring, drawn = carry
             index = t * rows.shape[1] % ring.shape[1]
             index = index if shared_index else jnp.full((n_seeds,), index)
-            return step(ring, rows + t.astype(rows.dtype), index)
+            ring = step(ring, rows + t.astype(rows.dtype), index)
+            if sample:
+                keys = jax.random.split(jax.random.fold_in(jax.random.key(0), t), n_seeds)
+                drawn = drawn + draw(ring, keys)
+            return ring, drawn
 
-        return jax.lax.fori_loop(0, ticks, tick, ring)
+        return jax.lax.fori_loop(0, ticks, tick, (ring, jnp.zeros((n_seeds,), ring.dtype)))
 
     return jax.jit(run, donate_argnums=0)
 
 
-def measure(n_seeds: int, n_envs: int, n_rows: int, ticks: int) -> list[dict]:
+def measure(n_seeds: int, n_envs: int, n_rows: int, ticks: int, sample: bool = False) -> list[dict]:
     rows = jnp.ones((n_seeds, n_envs, WIDTH))
     results = []
     for name, write, shared in [
         ("scatter, per-seed index (flashbax's)", scatter_write, False),
         ("scatter, shared index", scatter_write, True),
         ("dynamic_update_slice, shared index", slice_write, True),
+        ("slice update behind the seed axis (ajax.lockstep)", lockstep_write, True),
     ]:
         compiled_at = time.perf_counter()
         ring = jnp.zeros((n_seeds, n_rows, WIDTH))
-        compiled = program(write, n_seeds, ticks, shared).lower(ring, rows).compile()
+        compiled = program(write, n_seeds, ticks, shared, sample).lower(ring, rows).compile()
         compile_s = time.perf_counter() - compiled_at
         jax.block_until_ready(compiled(ring, rows))
         ring = jnp.zeros((n_seeds, n_rows, WIDTH))
@@ -85,6 +113,7 @@ def measure(n_seeds: int, n_envs: int, n_rows: int, ticks: int) -> list[dict]:
                 "n_envs": n_envs,
                 "rows": n_rows,
                 "ticks": ticks,
+                "sample": sample,
                 "device_kind": jax.devices()[0].device_kind,
                 "compile_s": round(compile_s, 3),
                 "us_per_write": round(1e6 * seconds / ticks, 3),
@@ -99,9 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n-envs", type=int, default=4)
     parser.add_argument("--rows", type=int, default=16_384, help="rows of each seed's ring (Ajax's REPLAY_FLOOR)")
     parser.add_argument("--ticks", type=int, default=1_250, help="writes a call (accelerator.py's SAC at x0.25)")
+    parser.add_argument("--sample", action="store_true", help=f"each tick also draws {SAMPLE} rows a seed")
     args = parser.parse_args(argv)
     for n_seeds in args.seeds:
-        for result in measure(n_seeds, args.n_envs, args.rows, args.ticks):
+        for result in measure(n_seeds, args.n_envs, args.rows, args.ticks, args.sample):
             print(json.dumps(result), flush=True)
     return 0
 

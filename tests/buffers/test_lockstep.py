@@ -9,6 +9,7 @@ one index shared by the seeds.
 from __future__ import annotations
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -29,44 +30,68 @@ def rows(n_seeds: int, tick: int) -> dict:
     return {"x": base, "pair": jnp.stack([base, -base], axis=-1)}
 
 
-def written(add, n_seeds: int, ticks: int):
-    buffer = item_buffer(CAPACITY, batch_size=2)
+def written(add, n_seeds: int, ticks: int, capacity: int = CAPACITY):
+    buffer = item_buffer(capacity, batch_size=2)
     state = jax.vmap(lambda _: buffer.init({"x": jnp.zeros(()), "pair": jnp.zeros((2,))}))(jnp.arange(n_seeds))
     for tick in range(ticks):
         state = jax.jit(jax.vmap(add))(state, rows(n_seeds, tick))
     return state
 
 
-@pytest.mark.parametrize("ticks", [1, 3, 7])  # 3 and 7 ticks wrap the 10-row ring
-def test_add_items_writes_what_flashbax_writes_for_every_seed(ticks):
-    flashbax_add = item_buffer(CAPACITY, batch_size=2).add
-    ours, theirs = written(add_items, N_SEEDS, ticks), written(flashbax_add, N_SEEDS, ticks)
+# 3 and 7 ticks wrap a 10-row ring mid-write; 4 rows fill a ring of 4 exactly; a ring of 6 wraps
+# every other write; 12 rows never wrap mid-write.
+@pytest.mark.parametrize("capacity", [CAPACITY, N_ROWS, 6, 12])
+@pytest.mark.parametrize("ticks", [1, 3, 7])
+def test_add_items_writes_what_flashbax_writes_for_every_seed(ticks, capacity):
+    flashbax_add = item_buffer(capacity, batch_size=2).add
+    ours = written(add_items, N_SEEDS, ticks, capacity)
+    theirs = written(flashbax_add, N_SEEDS, ticks, capacity)
     for mine, reference in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
         np.testing.assert_array_equal(mine, reference)
 
 
-def scatter_index_shapes(fn, *args) -> list[tuple[int, ...]]:
-    """The index operand's shape of every scatter in `fn`'s program."""
-    jaxpr = jax.make_jaxpr(fn)(*args)
-    return [eqn.invars[1].aval.shape for eqn in jaxpr.eqns if eqn.primitive.name == "scatter"]
+def primitives(fn, *args) -> list:
+    """Every equation of `fn`'s program, nested ones included."""
+    found, todo = [], [jax.make_jaxpr(fn)(*args).jaxpr]
+    while todo:
+        jaxpr = todo.pop()
+        for eqn in jaxpr.eqns:
+            found.append(eqn)
+            todo.extend(jax.extend.core.jaxprs_in_params(eqn.params))
+    return found
 
 
-def test_the_vmapped_add_is_one_scatter_at_an_index_the_seeds_share():
+def scatters(fn, *args) -> list:
+    """The scatters in `fn`'s program: what vmap makes of a slice update it batches itself."""
+    return [eqn for eqn in primitives(fn, *args) if eqn.primitive.name == "scatter"]
+
+
+def test_the_vmapped_add_writes_slices_at_an_offset_the_seeds_share():
     state = written(add_items, N_SEEDS, 0)
-    shapes = scatter_index_shapes(jax.vmap(add_items), state, rows(N_SEEDS, 0))
-    assert shapes and all(N_SEEDS not in shape for shape in shapes), shapes  # N_ROWS positions, no seed axis
-    flashbax = scatter_index_shapes(jax.vmap(item_buffer(CAPACITY, 2).add), state, rows(N_SEEDS, 0))
-    assert all(N_SEEDS in shape for shape in flashbax), flashbax  # what the shared index replaces
+    eqns = primitives(jax.vmap(add_items), state, rows(N_SEEDS, 0))
+    assert not scatters(jax.vmap(add_items), state, rows(N_SEEDS, 0))
+    updates = [eqn for eqn in eqns if eqn.primitive.name == "dynamic_update_slice"]
+    assert len(updates) == 2 * 2  # two windows a leaf
+    for eqn in updates:  # the seed axis's offset is a literal 0, the ring's one scalar for all seeds
+        assert all(index.aval.shape == () for index in eqn.invars[2:]), eqn
+    flashbax = primitives(jax.vmap(item_buffer(CAPACITY, 2).add), state, rows(N_SEEDS, 0))
+    theirs = [eqn.invars[1].aval.shape for eqn in flashbax if eqn.primitive.name == "scatter"]
+    assert theirs and all(N_SEEDS in shape for shape in theirs), theirs  # what the shared write replaces
 
 
 def test_a_write_takes_the_first_seeds_index_and_broadcasts_an_unbatched_ring():
-    write = lockstep(lambda ring, row, index: jax.lax.dynamic_update_index_in_dim(ring, row, index, 0))
+    write = lockstep(lambda ring, row, index, lead: jax.lax.dynamic_update_index_in_dim(ring, row, index, lead))
     ring, row = jnp.zeros((5,)), jnp.arange(1.0, N_SEEDS + 1)[:, None]
     out = jax.vmap(write, in_axes=(None, 0, 0))(ring, row, jnp.array([2, 2, 2]))
     np.testing.assert_array_equal(out, np.eye(5)[[2, 2, 2]] * np.arange(1, N_SEEDS + 1)[:, None])
     nested = jax.vmap(jax.vmap(write, in_axes=(None, 0, 0)), in_axes=(None, 0, 0))
     out = nested(ring, jnp.ones((2, N_SEEDS, 1)), jnp.array([[1, 1, 1], [4, 4, 4]]))
     np.testing.assert_array_equal(out[:, 0], np.eye(5)[[1, 4]])
+    assert scatters(nested, ring, jnp.ones((2, N_SEEDS, 1)), jnp.array([[1, 1, 1], [4, 4, 4]]))  # 1 and 4 differ
+    sharing = jax.vmap(jax.vmap(write, in_axes=(None, 0, 0)), in_axes=(None, 0, None))  # one index for all
+    args = ring, jnp.ones((2, N_SEEDS, 1)), jnp.full((N_SEEDS,), 3)
+    np.testing.assert_array_equal(sharing(*args)[:, 0], np.eye(5)[[3, 3]])
+    assert not scatters(sharing, *args)
 
 
 def test_sequence_append_writes_what_flashbax_writes_for_every_seed():
@@ -77,6 +102,7 @@ def test_sequence_append_writes_what_flashbax_writes_for_every_seed():
     for tick in range(6):  # wraps the lines
         step = {"x": 10.0 * tick + jnp.arange(N_SEEDS * 2, dtype=jnp.float32).reshape(N_SEEDS, 2)}
         ours, theirs = jax.jit(jax.vmap(replay.append))(ours, step), flashbax_append(theirs, step)
+    assert not scatters(jax.vmap(replay.append), ours, step)
     for mine, reference in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
         np.testing.assert_array_equal(mine, reference)
 
@@ -87,6 +113,7 @@ def test_row_writes_land_in_every_seeds_slot_of_the_tick():
     replay = jax.vmap(lambda _: empty_replay(tick, size))(jnp.arange(N_SEEDS))
     new = jax.tree.map(lambda _: jnp.arange(1.0, N_SEEDS * n_envs + 1).reshape(N_SEEDS, n_envs), replay)
     out = jax.vmap(write_rows)(replay, new, jnp.full((N_SEEDS,), 7))  # slot 7 % 6 = 1
+    assert not scatters(jax.vmap(write_rows), replay, new, jnp.full((N_SEEDS,), 7))
     expected = np.zeros((N_SEEDS, n_envs, size))
     expected[:, :, 1] = np.asarray(new.obs)
     for leaf in jax.tree.leaves(out):

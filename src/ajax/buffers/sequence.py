@@ -34,10 +34,15 @@ class SequenceStep:
 
 
 @lockstep
-def _write_step(lines: Any, step: Any, index: jax.Array) -> Any:
-    """One step (n_envs, ...) into every env's line (n_envs, length, ...) at `index`."""
+def _write_step(lines: Any, step: Any, index: jax.Array, lead: int) -> Any:
+    """One step (n_envs, ...) into every env's line (n_envs, length, ...) at `index`, behind
+    `lead` seed axes."""
     return jax.tree.map(
-        lambda line, row: jax.lax.dynamic_update_slice_in_dim(line, row[:, None], index, axis=1), lines, step
+        lambda line, row: jax.lax.dynamic_update_slice_in_dim(
+            line, jnp.expand_dims(row, lead + 1), index, axis=lead + 1
+        ),
+        lines,
+        step,
     )
 
 

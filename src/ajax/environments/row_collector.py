@@ -129,8 +129,8 @@ def per_env_where(flag: jax.Array, value: Any, otherwise: Any) -> Any:
 
 
 @lockstep
-def _write_slot(replay: Rows, rows: Rows, slot: jax.Array) -> Rows:
-    return jax.tree.map(lambda buffer, x: jax.lax.dynamic_update_index_in_dim(buffer, x, slot, 1), replay, rows)
+def _write_slot(replay: Rows, rows: Rows, slot: jax.Array, lead: int) -> Rows:
+    return jax.tree.map(lambda buffer, x: jax.lax.dynamic_update_index_in_dim(buffer, x, slot, lead + 1), replay, rows)
 
 
 def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:
