@@ -34,6 +34,27 @@ def test_evaluating_a_state_again_reruns_its_program_instead_of_compiling_it_aga
         np.testing.assert_array_equal(again[name], first[name])
 
 
+def test_an_evaluation_is_traced_with_the_garbage_collector_paused_and_it_runs_again_after(monkeypatch):
+    """`agent.evaluate` traces its program as a run's program is traced (`collection_paused`)."""
+    import gc
+    import importlib
+
+    from ajax import PPO
+
+    evaluation = importlib.import_module("ajax.evaluate")
+    agent = PPO("CartPole-v1", n_envs=2, n_steps=16, batch_size=16, n_epochs=1)
+    state, _ = agent.train(seed=[0], n_timesteps=0)
+    collector_on, step_envs = [], evaluation.step_envs
+
+    def recorded(*args, **kwargs):
+        collector_on.append(gc.isenabled())
+        return step_envs(*args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "step_envs", recorded)
+    agent.evaluate(state, num_episode_test=2)
+    assert collector_on == [False] and gc.isenabled()
+
+
 class DivergesAfterItsEnd(OneStepReward):
     """Reward 1 a step until a true terminal at step 3, then NaN: a simulation that diverged once
     its episode was over. Unreset, the evaluation steps it on past its end."""

@@ -117,6 +117,38 @@ def test_brax_env_by_id_is_the_brax_env():
     assert env.default_params.max_steps_in_episode == 50 and env.num_actions == 1
 
 
+def test_the_backends_physics_is_traced_once_for_the_programs_that_step_as_many_copies(monkeypatch):
+    """A run's initial state, its collection with the auto-reset and an evaluation at as many
+    copies trace the backend's reset and step once between them, and each program's jaxpr is the
+    one the backend's own methods make. Brax's `fast` stub stands in for physics."""
+    import collections
+
+    import brax.envs
+
+    stub, traced = type(brax.envs.get_environment("fast")), collections.Counter()
+    for name in ("reset", "step"):
+        method = getattr(stub, name)
+
+        def counted(self, *args, method=method, name=name):
+            traced[name] += 1
+            return method(self, *args)
+
+        monkeypatch.setattr(stub, name, counted)
+    env_args = prepare_env(make_brax("fast", K), n_envs=2)
+    constructed = traced.copy()  # the shapes read at construction, one copy unbatched
+    key, action = jax.random.PRNGKey(0), jnp.zeros((2, env_args.action_dim))
+    initial = jax.make_jaxpr(lambda key: reset_envs(key, env_args))(key)
+    state = reset_envs(key, env_args)[1]
+    collect = jax.make_jaxpr(lambda key, state: step_envs(key, state, action, env_args))(key, state)
+    evaluate = jax.make_jaxpr(lambda key, state: step_envs(key, state, action, env_args, reset=False))(key, state)
+    assert traced - constructed == {"reset": 1, "step": 1}
+    env_args.env._reset, env_args.env._step = env_args.env._env.reset, env_args.env._env.step
+    assert str(initial) == str(jax.make_jaxpr(lambda key: reset_envs(key, env_args))(key))
+    assert str(collect) == str(jax.make_jaxpr(lambda key, state: step_envs(key, state, action, env_args))(key, state))
+    unreset = jax.make_jaxpr(lambda key, state: step_envs(key, state, action, env_args, reset=False))(key, state)
+    assert str(evaluate) == str(unreset)
+
+
 @pytest.mark.parametrize("backend", ["brax", "playground"])
 def test_time_limit_twin_bootstraps_apart_from_a_true_termination(backend, request):
     rollout = request.getfixturevalue(f"{backend}_twin")

@@ -19,6 +19,14 @@ and the auto-reset. Ajax adds its own instead, so that every agent sees gymnax's
 
 Observation shapes are read with `jax.eval_shape`: reading `observation_size` runs an
 un-jitted reset (15 s for Brax's inverted_pendulum, 31 s for ant on a CPU).
+
+The backend's `reset` and `step` are each called through a `jax.jit` the env keeps, inlined
+into the caller's jaxpr (every program is the one the backend's own methods make), so JAX traces
+each once for all the programs that vmap as many copies: a run's initial state and its
+auto-reset share one trace of the reset, its collection and an evaluation of as many episodes
+one of the step. Other counts of copies are traced apart (the vmapped axes key JAX's trace
+cache). Brax's ant at Brax's PPO settings on 4 copies, one CPU core: the run's trace (initial
+state and program) 5.0 -> 4.0 s, means of four.
 """
 
 from __future__ import annotations
@@ -62,7 +70,8 @@ class BraxLikeEnv(environment.Environment):
         self._episode_length = int(episode_length)
         self.differentiable_reset = differentiable_reset
         self.fresh_reset = fresh_reset
-        self._obs_shape = jax.eval_shape(lambda key: observation_of(env.reset(key).obs), jax.random.PRNGKey(0)).shape
+        self._reset, self._step = jax.jit(env.reset, inline=True), jax.jit(env.step, inline=True)
+        self._obs_shape = jax.eval_shape(lambda key: observation_of(self._reset(key).obs), jax.random.PRNGKey(0)).shape
 
     @property
     def default_params(self) -> BraxLikeParams:
@@ -83,7 +92,7 @@ class BraxLikeEnv(environment.Environment):
         return spaces.Box(-jnp.inf, jnp.inf, self._obs_shape, jnp.float32)
 
     def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, Any]:
-        state = self._env.reset(key)
+        state = self._reset(key)
         obs = observation_of(state.obs)
         state = state.replace(info={**state.info, "steps": jnp.zeros((), jnp.int32), "final_obs": obs})
         if not self.fresh_reset:
@@ -98,7 +107,7 @@ class BraxLikeEnv(environment.Environment):
     def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any):
         """One step, no reset. The backend draws its own noise from `state.info`, not `key`."""
         del key
-        stepped = self._env.step(state, action)
+        stepped = self._step(state, action)
         obs = observation_of(stepped.obs)
         kept = {"first_state": state.info["first_state"]} if not self.fresh_reset else {}
         info = {**stepped.info, **kept, "steps": state.info["steps"] + 1, "final_obs": obs}
