@@ -1,13 +1,15 @@
-"""LaProp with adaptive gradient clipping, one and two steps worked out by hand."""
+"""LaProp with adaptive gradient clipping, one and two steps worked out by hand; its parts on all
+tensors at once against the same parts tensor by tensor."""
 
 import inspect
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
-from ajax.networks.optim import adaptive_gradient_clipping, laprop
+from ajax.networks.optim import adaptive_gradient_clipping, laprop, raveled, scale_by_debiased_rms, tensor_norms
 
 
 def test_agc_clips_each_tensor_against_its_own_norm():
@@ -73,3 +75,28 @@ def test_defaults_are_the_references():
         "eps": 1e-20,
         "warmup": 1000,
     }
+
+
+def test_tensor_norms_are_each_leafs_norm():
+    # Leaves shorter than a row, a row exactly, and over it with a partial last row.
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    tree = {
+        "scalar": jnp.float32(-2.0),
+        "matrix": jax.random.normal(keys[0], (3, 5)),
+        "row": jax.random.normal(keys[1], (64,)),
+        "cube": jax.random.normal(keys[2], (2, 5, 13)),
+    }
+    expected = [np.linalg.norm(np.ravel(leaf)) for leaf in jax.tree.leaves(tree)]
+    np.testing.assert_allclose(tensor_norms(tree), expected, rtol=1e-6)
+
+
+def test_raveled_steps_match_the_steps_tensor_by_tensor():
+    steps = optax.chain(scale_by_debiased_rms(0.999, 1e-20), optax.ema(0.9, debias=True))
+    params = {"a": jnp.ones((3, 2)), "b": jnp.zeros(5)}
+    per_tensor, flat = steps.init(params), raveled(steps).init(params)
+    for k in range(3):
+        keys = jax.random.split(jax.random.PRNGKey(k), 2)
+        grads = {"a": jax.random.normal(keys[0], (3, 2)), "b": jax.random.normal(keys[1], (5,))}
+        expected, per_tensor = steps.update(grads, per_tensor)
+        updates, flat = raveled(steps).update(grads, flat)
+        jax.tree.map(lambda x, y: np.testing.assert_allclose(x, y, rtol=1e-6), updates, expected)

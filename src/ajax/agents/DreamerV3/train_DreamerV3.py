@@ -28,7 +28,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import struct
 
 from ajax.agents.DreamerV3.losses import BehaviourLosses, WorldModelLosses, make_objective
@@ -60,7 +59,7 @@ from ajax.environments.row_collector import (
 )
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
-from ajax.networks.optim import laprop, with_traced_numbers
+from ajax.networks.optim import laprop, tensor_norms, with_traced_numbers
 from ajax.normalizers import PercentileScale
 from ajax.state import EnvironmentConfig, LoopTrainState, NetworkConfig
 
@@ -180,7 +179,7 @@ def make_train(
             world_model=jax.tree.map(jnp.mean, model_losses),
             behaviour=behaviour_losses,
             loss=total,
-            grad_norm=optax.tree.norm(grads),
+            grad_norm=jnp.linalg.norm(tensor_norms(grads)),
         )
         state = state.replace(
             actor_state=train_state.replace(target_params=slow),
