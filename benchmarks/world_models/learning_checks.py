@@ -105,6 +105,9 @@ def machine() -> dict[str, Any]:
     }
 
 
+DIAGNOSED = ("world_model/", "behaviour/")  # the logged losses and statistics a row keeps
+
+
 def window_means(timesteps: np.ndarray, returns: np.ndarray, window: tuple[int, int]) -> np.ndarray:
     """Each seed's mean evaluation over the evaluations made inside `window` (rows, both ends in)."""
     low, high = window
@@ -143,10 +146,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     per_seed = window_means(timesteps, returns, window)
     result = float(per_seed.mean())
     interval = iqm_interval(per_seed)
-    diagnostics = {
-        name: [round(float(x), 4) for x in np.asarray(values)[:, filled].mean(axis=0)]
-        for name, values in evaluations.items()
-        if name.startswith(("world_model/", "behaviour/"))
+    logged = {name: np.asarray(values)[:, filled] for name, values in evaluations.items() if name.startswith(DIAGNOSED)}
+    diagnostics = {name: [round(float(x), 4) for x in values.mean(axis=0)] for name, values in logged.items()}
+    # Each seed's own, so a seed's dip in return can be read beside its own entropy and scale.
+    per_seed_diagnostics = {
+        name: [[round(float(x), 4) for x in seed] for seed in values] for name, values in logged.items()
     }
     return {
         "check": f"DreamerV3:{check.env_id}",
@@ -176,6 +180,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "per_seed": [[round(float(x), 3) for x in seed] for seed in returns[:, filled]],
         },
         "diagnostics": diagnostics,
+        "diagnostics_per_seed": per_seed_diagnostics,
     }
 
 
