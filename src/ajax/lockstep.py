@@ -9,11 +9,13 @@ scatter at one shared index (benchmarks/studies/replay_write.py on a TPU v5e). O
 shared write saves a fifth of SAC's execution at 8 seeds.
 
 `lockstep` gives a write function a vmap rule that writes every seed's rows at the first
-seed's index, as one `dynamic_update_slice` over all the seeds: the write is told how many
-seed axes lead its arrays and slices behind them. (Vmapping a slice update, even at an
-unbatched index, makes it a scatter: JAX batches `dynamic_update_slice` that way. Profiled
-in SAC's run at 1,024 seeds on the TPU, the scatters into the ring streamed every seed's
-whole ring through the chip's memory and changed its layout on each write.) Deciding at run
+seed's index, as one write over all the seeds: the write is told how many seed axes lead its
+arrays and writes behind them, so a slice update stays one (the sequence replay's, DreamerV3's
+rows). Vmapping a slice update instead, even at an unbatched index, makes it a scatter: JAX
+batches `dynamic_update_slice` that way, and in SAC's run at 1,024 seeds on the TPU the
+scatters into the rings streamed every seed's whole ring through the chip's memory and changed
+its layout on each write. (The item replay's wrapping write is still one scatter at the shared
+positions: see `ajax.buffers.replay`.) Deciding at run
 time (a conditional between the shared and the per-seed write) would cost more than it
 saves: XLA copies the whole ring into the conditional.
 """
