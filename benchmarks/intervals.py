@@ -20,6 +20,7 @@ only reshuffles them, and the table says so rather than printing a width it does
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -93,3 +94,8 @@ def learning_summary(curve: ArrayLike) -> dict[str, Any]:
         "iqm": round(iqm(finals), 2),
         "iqm_ci": None if interval is None else [round(x, 2) for x in interval],
     }
+
+
+def interval_text(interval: Sequence[float] | None) -> str:
+    """A row's `iqm_ci` for a summary line: "[low, high]", or "-" where there is none."""
+    return "-" if interval is None else f"[{interval[0]:.1f}, {interval[1]:.1f}]"

@@ -70,7 +70,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling benchmark modules
 
 from brax_race import jsonable, parse_overrides  # noqa: E402
+from intervals import interval_text  # noqa: E402
 from provenance import append_row, machine_name  # noqa: E402
+from results_page import scores_of  # noqa: E402
 
 ROOT = HERE.parent
 OUT = HERE / "playground_rows.jsonl"
@@ -257,24 +259,15 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
         "env_id": row["task"],
         "settings": settings_label(row["overrides"]),
         "n_timesteps": row["n_timesteps"],
-        "seeds": row["seeds"],
         "num_episode_test": row["num_episode_test"],
-        "final_returns": row["final_returns"],
-        "mean": row["mean"],
-        "std": row["std"],
-        "published": row["published"],
-        "target": None,
-        "seeds_at_target": None,
         "curve": row["curve"],
-        **{key: row[key] for key in ("final3", "final3_mean", "iqm", "iqm_ci")},
-        "wall_s": round(row["minutes"] * 60, 1),
-        **({"machine": row["machine"]} if "machine" in row else {}),
+        **scores_of(row),
     }
 
 
 def summary(row: dict[str, Any]) -> str:
     """One line: the task's returns beside the published one, and its time."""
-    ci = "-" if row["iqm_ci"] is None else f"[{row['iqm_ci'][0]:.1f}, {row['iqm_ci'][1]:.1f}]"
+    ci = interval_text(row["iqm_ci"])
     published = "not found" if row["published"] is None else f"{row['published']:g}"
     return (
         f"PPO {row['task']}: IQM {row['iqm']:.1f} {ci} over {len(row['seeds'])} seeds (published {published}); "

@@ -65,6 +65,24 @@ def read_rows(path: Path = ROWS) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def scores_of(row: dict[str, Any]) -> dict[str, Any]:
+    """The fields every learning-table row carries, from a benchmark's full row: the seeds, their
+    final returns and summary (`intervals.learning_summary`), the published return (no target),
+    the wall time and, off the 2-core CPU, the machine."""
+    return {
+        "seeds": row["seeds"],
+        "final_returns": row["final_returns"],
+        "mean": row["mean"],
+        "std": row["std"],
+        "published": row["published"],
+        "target": None,
+        "seeds_at_target": None,
+        **{key: row[key] for key in ("final3", "final3_mean", "iqm", "iqm_ci")},
+        "wall_s": round(row["minutes"] * 60, 1),
+        **({"machine": row["machine"]} if "machine" in row else {}),
+    }
+
+
 def latest(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The last row of each (agent, env, settings): a rerun replaces the earlier result."""
     kept: dict[tuple[str, str, str], dict[str, Any]] = {}

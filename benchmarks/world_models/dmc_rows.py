@@ -34,7 +34,6 @@ in [0, 1] a step, as dm_control's, so returns compare with the reference's direc
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 import time
 from collections.abc import Sequence
@@ -45,7 +44,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/, for its shared modules
 
-from provenance import append_row, git_commit, machine_name  # noqa: E402
+from brax_race import parse_overrides  # noqa: E402
+from intervals import interval_text  # noqa: E402
+from perf_bench import stamp  # noqa: E402
+from provenance import append_row, machine_name  # noqa: E402
+from results_page import scores_of  # noqa: E402
 
 OUT = HERE / "dmc_rows.jsonl"
 TABLE_OUT = HERE.parent / "learning_checks.jsonl"
@@ -162,33 +165,27 @@ def run_task(task: Task, settings: dict[str, Any], n_seeds: int, env_steps: int,
 
 
 def table_row(row: dict[str, Any]) -> dict[str, Any]:
-    """The full row as a row of the learning table (`learning_checks.py`'s format)."""
+    """The full row as a row of the learning table (`learning_checks.py`'s format), in decisions."""
     differs = {key: value for key, value in row["settings"].items() if key != "action_repeat"}
     label = SETTINGS + (f" ({', '.join(f'{k}={v}' for k, v in differs.items())})" if differs else "")
+    curve = row["curve"]
     return {
         "agent": "TDMPC2",
         "env_id": row["task"],
         "settings": label,
         "n_timesteps": row["n_timesteps"],
-        "seeds": row["seeds"],
-        "final_returns": row["final_returns"],
-        "mean": row["mean"],
-        "std": row["std"],
-        "published": row["published"],
-        "target": None,
-        "seeds_at_target": None,
         "curve": {
-            "timestep": [t // ACTION_REPEAT for t in row["curve"]["env_steps"]],
-            **{key: row["curve"][key] for key in ("mean", "per_seed")},
+            "timestep": [t // ACTION_REPEAT for t in curve["env_steps"]],
+            "mean": curve["mean"],
+            "per_seed": curve["per_seed"],
         },
-        **{key: row[key] for key in ("final3", "final3_mean", "iqm", "iqm_ci")},
-        "wall_s": round(row["minutes"] * 60, 1),
-        **({"machine": row["machine"]} if "machine" in row else {}),
+        **scores_of(row),
     }
 
 
 def summary(row: dict[str, Any]) -> str:
-    ci = "-" if row["iqm_ci"] is None else f"[{row['iqm_ci'][0]:.1f}, {row['iqm_ci'][1]:.1f}]"
+    """One line: the task's returns beside the published one, and its time."""
+    ci = interval_text(row["iqm_ci"])
     reference = "none at this budget" if row["published"] is None else f"{row['published']:g}"
     return (
         f"TDMPC2 {row['task']}: IQM {row['iqm']:.1f} {ci} over {len(row['seeds'])} seeds at {row['env_steps']:,} "
@@ -210,15 +207,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.env_steps < ACTION_REPEAT or args.eval_every < ACTION_REPEAT:
         parser.error("--seeds must be positive, and --env-steps and --eval-every at least the action repeat.")
-    args.overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            parser.error(f"--set takes KEY=VALUE, got {item!r}")
-        try:
-            args.overrides[key] = ast.literal_eval(value)
-        except (SyntaxError, ValueError):
-            args.overrides[key] = value
+    try:
+        args.overrides = parse_overrides(args.set)
+    except ValueError as error:
+        parser.error(str(error))
     return args
 
 
@@ -231,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"stopped before {name}: --minutes {args.minutes:g} passed")
             break
         row = run_task(TASKS[name], settings, args.seeds, args.env_steps, args.eval_every)
-        stamped = {"timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": git_commit(), **row}
+        stamped = stamp(row)
         append_row(args.out, stamped)
         append_row(args.table_out, table_row(stamped))
         print(summary(row), flush=True)
