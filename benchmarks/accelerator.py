@@ -20,13 +20,15 @@ of each `cond`), so `utilisation` is the achieved matrix FLOP/s against the chip
     ppo          PPO on CartPole-v1 at PureJaxRL's settings: 4 envs x 128 steps, 4 epochs of 4
                  minibatches, 64-64 tanh, learning rate 2.5e-4 (constant), 131,072 steps a seed
     dqn          DQN on CartPole-v1: 4 envs, batches of 256, 64-64 relu, updates from step 1,000,
-                 one update per iteration of the 4 envs, 50,000 steps a seed
+                 one update per iteration of the 4 envs, 50,000 steps a seed, a replay of
+                 the run's steps (Rejax's buffer_size)
     pqn          PQN on CartPole-v1 at its defaults (8 envs x 128 steps, 4 epochs of 4
                  minibatches, lambda 0.65) with Rejax's 64-64 LayerNorm network, 131,072 steps
     pqn-minatar  PQN on Breakout-MinAtar at purejaxql's settings (128 envs x 32 steps, 2 epochs
                  of 32 minibatches, MinAtar's network), 1,048,576 steps a seed
     sac          SAC on Pendulum-v1: 4 envs, batches of 256, 64-64 relu, updates from step
-                 1,000, one update per iteration of the 4 envs, 20,000 steps a seed
+                 1,000, one update per iteration of the 4 envs, 20,000 steps a seed, a replay
+                 of the run's steps as DQN's
 
 The env-copy sweep keeps a run's iterations: its budget grows with `n_envs` (PPO's minibatch
 count stays 4, so `batch_size` grows too). With `--rejax-python`, Rejax runs the same four
@@ -210,11 +212,19 @@ def sweep_point(run: Run, sweep: str, size: int, scale: float = 1.0) -> tuple[in
     return 1, size, budget * size // run.n_envs
 
 
-def build(run: Run, n_envs: int) -> Any:
-    """Ajax's agent of `run` with `n_envs` copies."""
+def build(run: Run, n_envs: int, n_timesteps: int) -> Any:
+    """Ajax's agent of `run` with `n_envs` copies for a run of `n_timesteps`.
+
+    A replay agent's buffer_size is the run's steps, Rejax's setting: left at its default,
+    Ajax would allocate at least `REPLAY_FLOOR` rows, three times Rejax's ring at a
+    quarter budget, and a write or sample that streams the ring would pay for that.
+    """
     from ajax.agents.registry import AGENTS
 
-    return AGENTS[run.agent](run.env_id, n_envs=n_envs, **run.kwargs(n_envs))
+    kwargs = run.kwargs(n_envs)
+    if "learning_starts" in kwargs:
+        kwargs["buffer_size"] = n_timesteps
+    return AGENTS[run.agent](run.env_id, n_envs=n_envs, **kwargs)
 
 
 def ajax_point(name: str, sweep: str, size: int, repeats: int, scale: float) -> dict[str, Any]:
@@ -223,7 +233,7 @@ def ajax_point(name: str, sweep: str, size: int, repeats: int, scale: float) -> 
 
     run = RUNS[name]
     n_seeds, n_envs, n_timesteps = sweep_point(run, sweep, size, scale)
-    agent = build(run, n_envs)
+    agent = build(run, n_envs, n_timesteps)
     seeds = list(range(n_seeds))
     result = timed(lambda: agent.train(seed=seeds, n_timesteps=n_timesteps)[0], repeats)
     state = result.pop("out")

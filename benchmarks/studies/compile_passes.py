@@ -69,7 +69,7 @@ def worker(run_name: str, n_seeds: int, n_timesteps: int) -> None:
     from compile_spans import STAGES, CompileSpans
 
     run = RUNS[run_name]
-    agent = build(run, run.n_envs)
+    agent = build(run, run.n_envs, n_timesteps)
     with CompileSpans() as spans:
         agent.train(seed=list(range(n_seeds)), n_timesteps=n_timesteps)
     compiles = [round(end - start, 3) for start, end in spans.by_event.get(STAGES["backend_compile_s"], [])]

@@ -40,7 +40,7 @@ def profiled_run(name: str, n_seeds: int, scale: float, trace_dir: Path) -> floa
     """Seconds of the warm run that was traced into `trace_dir`."""
     run = RUNS[name]
     n_seeds, n_envs, n_timesteps = sweep_point(run, "seeds", n_seeds, scale)
-    agent = build(run, n_envs)
+    agent = build(run, n_envs, n_timesteps)
     seeds = list(range(n_seeds))
     for _ in range(2):  # the compile, then a warm call
         jax.block_until_ready(agent.train(seed=seeds, n_timesteps=n_timesteps)[0])

@@ -59,10 +59,18 @@ def test_ppo_at_pure_jaxrls_settings_counts_its_networks_work_per_step():
     about 3 x 2 x 8,896 per sample and epoch to learn: 4 epochs make about 231k FLOPs an env step. What
     a run does once (outside its loop) drops out of the difference between two budgets."""
     run = accelerator.RUNS["ppo"]
-    agent = accelerator.build(run, run.n_envs)
+    agent = accelerator.build(run, run.n_envs, run.n_timesteps)
     short, long = 8 * 512, 16 * 512  # rollouts of 4 envs x 128 steps
     per_step = (accelerator.run_flops(agent, 2, long) - accelerator.run_flops(agent, 2, short)) / (2 * (long - short))
     assert per_step == pytest.approx((2 + 4 * 6) * 8_896, rel=0.05)
+
+
+def test_a_replay_run_holds_the_run_s_steps_as_rejax_s_buffer_does():
+    """Rejax's buffer_size is the run's steps; Ajax's replay agents get the same ring, not REPLAY_FLOOR's."""
+    _, _, n_timesteps = accelerator.sweep_point(accelerator.RUNS["sac"], "seeds", 64, scale=0.25)
+    assert accelerator.build(accelerator.RUNS["sac"], 4, n_timesteps).agent_config.buffer_size == n_timesteps == 5_000
+    assert accelerator.build(accelerator.RUNS["dqn"], 4, 12_500).agent_config.buffer_size == 12_500
+    assert not hasattr(accelerator.build(accelerator.RUNS["ppo"], 4, 32_768).agent_config, "buffer_size")
 
 
 def test_the_env_sweep_keeps_the_iterations_and_the_seed_sweep_the_budget():
