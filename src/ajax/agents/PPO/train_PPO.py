@@ -46,6 +46,7 @@ from ajax.networks.optim import new_train_state
 from ajax.networks.recurrent import MemoryCarries, Recurrent, fresh_carries
 from ajax.perf_utils import final_aux_scan
 from ajax.schedule import at
+from ajax.shuffle import take_rows
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 # (values of a minibatch's observations, their targets) -> the critic's loss before vf_coef
@@ -396,10 +397,8 @@ class ProximalActorCritic:
         rollout_size = self.config.n_steps * self.env_args.n_envs
         n_minibatches = rollout_size // self.config.batch_size
         permutation = jax.random.permutation(key, rollout_size)
-        return jax.tree.map(
-            lambda x: x.reshape(rollout_size, *x.shape[2:])[permutation].reshape(n_minibatches, -1, *x.shape[2:]),
-            data,
-        )
+        flat = jax.tree.map(lambda x: x.reshape(rollout_size, *x.shape[2:]), data)
+        return jax.tree.map(lambda x: x.reshape(n_minibatches, -1, *x.shape[1:]), take_rows(flat, permutation))
 
     def segment_minibatches(self, data: Minibatch, key: jax.Array) -> Minibatch:
         """Each env's rollout cut into segments of `unroll_length` steps (Brax's unrolls), the
@@ -410,7 +409,8 @@ class ProximalActorCritic:
         n_minibatches = n_segments * length // self.config.batch_size
         permutation = jax.random.permutation(key, n_segments)
         return jax.tree.map(
-            lambda x: jnp.swapaxes(x[:, permutation].reshape(length, n_minibatches, -1, *x.shape[2:]), 0, 1), split
+            lambda x: jnp.swapaxes(x.reshape(length, n_minibatches, -1, *x.shape[2:]), 0, 1),
+            take_rows(split, permutation, axis=1),
         )
 
     def recurrent_minibatches(
@@ -434,9 +434,10 @@ class ProximalActorCritic:
         n_sequences, n_minibatches = split.obs.shape[1], self.config.n_minibatches
         permutation = jax.random.permutation(key, n_sequences)
         batches = jax.tree.map(
-            lambda x: jnp.swapaxes(x[:, permutation].reshape(length, n_minibatches, -1, *x.shape[2:]), 0, 1), split
+            lambda x: jnp.swapaxes(x.reshape(length, n_minibatches, -1, *x.shape[2:]), 0, 1),
+            take_rows(split, permutation, axis=1),
         )
-        starts = jax.tree.map(lambda x: x[permutation].reshape(n_minibatches, -1, *x.shape[1:]), carries)
+        starts = jax.tree.map(lambda x: x.reshape(n_minibatches, -1, *x.shape[1:]), take_rows(carries, permutation))
         return batches.replace(carries=starts)
 
     def evaluation(self, discounted: bool = True) -> EvalPolicy:

@@ -19,6 +19,7 @@ from ajax.networks.encoders import encoded
 from ajax.networks.optim import new_train_state
 from ajax.perf_utils import final_aux_scan
 from ajax.schedule import at, linear
+from ajax.shuffle import take_rows
 from ajax.state import BaseAgentState, CollectorState, EnvironmentConfig, NetworkConfig, OptimizerConfig
 
 
@@ -88,7 +89,7 @@ def make_train(
         def epoch(critic_state, key):
             permutation = jax.random.permutation(key, rollout_size)
             minibatches = jax.tree.map(
-                lambda x: x[permutation].reshape(config.n_minibatches, batch_size, *x.shape[1:]), flat
+                lambda x: x.reshape(config.n_minibatches, batch_size, *x.shape[1:]), take_rows(flat, permutation)
             )
             return final_aux_scan(minibatch_step, critic_state, minibatches)
 

@@ -1,0 +1,58 @@
+"""`take_rows` gathers a pytree's rows as per-leaf indexing does, with one gather per dtype."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ajax.shuffle import take_rows
+
+N = 6
+
+
+def mixed_tree(key: jax.Array) -> dict[str, jax.Array]:
+    """Two f32 leaves of different shapes, an int32, a bool and a bf16 one, rows on axis 0."""
+    a, b, c, d, e = jax.random.split(key, 5)
+    return {
+        "value": jax.random.normal(a, (N,)),
+        "action": jax.random.randint(b, (N,), 0, 100),
+        "done": jax.random.bernoulli(c, shape=(N,)),
+        "obs": jax.random.normal(d, (N, 4)).astype(jnp.bfloat16),
+        "image": jax.random.normal(e, (N, 2, 3)),
+    }
+
+
+def per_leaf(tree: dict[str, jax.Array], indices: jax.Array) -> dict[str, jax.Array]:
+    return jax.tree.map(lambda x: x[indices], tree)
+
+
+def assert_same(got: dict[str, jax.Array], want: dict[str, jax.Array]) -> None:
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        assert x.dtype == y.dtype and x.shape == y.shape
+        assert np.array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_equals_per_leaf_indexing():
+    key, index_key = jax.random.split(jax.random.key(0))
+    tree, indices = mixed_tree(key), jax.random.permutation(index_key, N)
+    assert_same(take_rows(tree, indices), per_leaf(tree, indices))
+    # On a later axis, as PPO's sequences are shuffled: (length, n_sequences, ...).
+    stacked = jax.tree.map(lambda x: jnp.stack([x, x[::-1]]), tree)
+    assert_same(take_rows(stacked, indices, axis=1), jax.tree.map(lambda x: x[:, indices], stacked))
+
+
+def test_vmapped_with_per_seed_indices_one_gather_per_dtype():
+    keys = jax.random.split(jax.random.key(1), 3)
+    trees = jax.vmap(mixed_tree)(keys)
+    indices = jax.vmap(lambda k: jax.random.permutation(k, N))(jax.random.split(jax.random.key(2), 3))
+    assert_same(jax.vmap(take_rows)(trees, indices), jax.vmap(per_leaf)(trees, indices))
+    # Four dtypes (f32, int32, bool, bf16): four gathers, where per-leaf indexing makes five.
+    assert gathers(jax.vmap(take_rows), trees, indices) == 4
+    assert gathers(jax.vmap(per_leaf), trees, indices) == 5
+
+
+def gathers(fn, *args) -> int:
+    """The gather ops in `fn`'s lowered StableHLO (the op's name, not its dimension-numbers attribute)."""
+    return jax.jit(fn).lower(*args).as_text().count('"stablehlo.gather"')
