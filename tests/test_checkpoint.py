@@ -186,3 +186,25 @@ def test_a_restored_state_evaluates_as_the_saved_one(halves):
     assert saved["Eval/episodic mean reward"].shape == (2,)  # one return per seed
     for name in saved:
         np.testing.assert_array_equal(saved[name], restored[name], err_msg=name)
+
+
+@dataclasses.dataclass
+class Physics:
+    """A field static by registration, not by field metadata, as MJX keeps its constraint counts."""
+
+    qpos: jax.Array
+    n_constraints: int = dataclasses.field(default=0)
+
+
+jax.tree_util.register_dataclass(Physics, data_fields=["qpos"], meta_fields=["n_constraints"])
+
+
+def test_a_field_static_by_registration_restores_as_the_skeleton_holds_it(tmp_path):
+    saved = {"env": Physics(np.arange(3.0), 2), "step": np.int32(7)}
+    path = save_checkpoint(saved, tmp_path / "physics.ckpt")
+    skeleton = {"env": Physics(np.zeros(3), 2), "step": np.int32(0)}
+    restored = restore_into(skeleton, path)
+    assert jax.tree.structure(restored) == jax.tree.structure(skeleton)
+    assert restored["env"].n_constraints == 2 and isinstance(restored["env"].n_constraints, int)
+    np.testing.assert_array_equal(restored["env"].qpos, np.arange(3.0))
+    assert int(restored["step"]) == 7

@@ -203,7 +203,15 @@ def restore_into(skeleton: Any, path: str | os.PathLike, agent: ActorCritic | No
             f"Cannot restore {path}: it holds a {header['class']} saved by {saved_by}, the skeleton is a "
             f"{type(skeleton).__name__} ({error}). Restore into the skeleton of the agent that saved it."
         ) from error
-    return jax.tree.map(jnp.asarray, grafted)
+    # Back onto the skeleton's own tree structure: a pytree class may keep a field static by
+    # registration rather than by field metadata (MJX's physics state keeps its constraint counts
+    # so), which the graft cannot tell from data; the skeleton's structure holds its static values.
+    leaves, structure = jax.tree.leaves(grafted), jax.tree.structure(skeleton)
+    if len(leaves) != structure.num_leaves:
+        raise CheckpointError(
+            f"Cannot restore {path}: it fills {len(leaves)} arrays of the skeleton's {structure.num_leaves}."
+        )
+    return jax.tree.unflatten(structure, [jnp.asarray(leaf) for leaf in leaves])
 
 
 def _fields(node: Any) -> list[str]:
