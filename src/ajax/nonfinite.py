@@ -92,8 +92,14 @@ class NonFinite:
 
 
 def _any_nonfinite(leaves: Sequence[Any]) -> jax.Array:
-    flags = [~jnp.all(jnp.isfinite(leaf)) for leaf in leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
-    return jnp.any(jnp.stack(flags)) if flags else jnp.asarray(False)
+    """Whether any value of the floating leaves is non-finite, as one reduction over all of them.
+
+    Checked leaf by leaf, the parameters of a large model (DreamerV3's 1m model: 79 tensors, and
+    the actor's and critic's) made three equations and a reduction kernel each, every update;
+    joined, XLA reads them in one fused reduction.
+    """
+    values = [jnp.ravel(leaf) for leaf in leaves if jnp.issubdtype(jnp.result_type(leaf), jnp.inexact)]
+    return ~jnp.all(jnp.isfinite(jnp.concatenate(values))) if values else jnp.asarray(False)
 
 
 def env_kinds(experience: Sequence[Any]) -> jax.Array:
