@@ -61,9 +61,26 @@ class BlockLinear(nn.Module):
         return y + self.param("bias", nn.initializers.zeros, (self.units,))
 
 
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + epsilon) times a learned scale, over the last axis.
+
+    The values and the parameter ("scale", ones) of Flax's `nn.RMSNorm` at these settings, in
+    three fewer equations a call (Flax's also centres a zero mean and broadcasts it): a world
+    model normalises after every hidden layer, and the equations traced are what its compile
+    costs on an accelerator's host.
+    """
+
+    epsilon: float = RMS_EPS
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        scale = self.param("scale", nn.initializers.ones, (x.shape[-1],))
+        return x * jax.lax.rsqrt(jnp.mean(jnp.square(x), axis=-1, keepdims=True) + self.epsilon) * scale
+
+
 def norm_act(x: jax.Array, name: str | None = None) -> jax.Array:
     """RMS norm (with a learned scale) then SiLU: what follows every hidden linear map."""
-    return nn.silu(nn.RMSNorm(epsilon=RMS_EPS, name=name)(x))
+    return nn.silu(RMSNorm(name=name)(x))
 
 
 class NormedMLP(nn.Module):

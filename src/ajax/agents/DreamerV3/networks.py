@@ -23,7 +23,7 @@ import jax.numpy as jnp
 
 from ajax.agents.DreamerV3.observations import ObservationDecoder, ObservationEncoder, reconstruction_loss
 from ajax.distributional import symlog, unimix_logits
-from ajax.networks.world_model import BlockLinear, NormedMLP, dense
+from ajax.networks.world_model import BlockLinear, NormedMLP, RMSNorm, dense
 from ajax.state import ACTION_MASK, MASKED, ObservationPart, allowed_actions
 
 N_BINS = 255  # two-hot bins of the reward and value heads
@@ -101,15 +101,15 @@ class RSSM(nn.Module):
         self.deter_in = dense(size.hidden)
         self.stoch_in = dense(size.hidden)
         self.action_in = dense(size.hidden)
-        self.deter_norm, self.stoch_norm, self.action_norm = (nn.RMSNorm(epsilon=1e-4) for _ in range(3))
+        self.deter_norm, self.stoch_norm, self.action_norm = (RMSNorm() for _ in range(3))
         self.hidden_layer = BlockLinear(size.deter, size.blocks)
-        self.hidden_norm = nn.RMSNorm(epsilon=1e-4)
+        self.hidden_norm = RMSNorm()
         self.gates = BlockLinear(3 * size.deter, size.blocks)
         self.obs_layer = dense(size.hidden)
-        self.obs_norm = nn.RMSNorm(epsilon=1e-4)
+        self.obs_norm = RMSNorm()
         self.obs_logits = dense(size.stoch * size.classes)
         self.prior_layers = [dense(size.hidden) for _ in range(2)]
-        self.prior_norms = [nn.RMSNorm(epsilon=1e-4) for _ in range(2)]
+        self.prior_norms = [RMSNorm() for _ in range(2)]
         self.prior_logits_layer = dense(size.stoch * size.classes)
 
     def step(self, latent: Latent, action: jax.Array) -> jax.Array:
