@@ -72,9 +72,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -263,18 +261,10 @@ def read_progress(path: Path, identity: dict[str, Any]) -> dict[str, Any] | None
 
 
 def write_json(path: Path, value: Any) -> None:
-    """`value` as JSON at `path`, atomically: a temporary file in the same folder, then a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as file:
-            json.dump(value, file, indent=1)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """`value` as JSON at `path`, atomically (`ajax.checkpoint.write_atomically`)."""
+    from ajax.checkpoint import write_atomically
+
+    write_atomically(path, json.dumps(value, indent=1).encode())
 
 
 class Clock:

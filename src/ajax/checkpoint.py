@@ -69,10 +69,18 @@ def save_checkpoint(state: Any, path: str | os.PathLike, agent: ActorCritic | No
         "payload_bytes": len(payload),
         "sha256": hashlib.sha256(payload).hexdigest(),
     }
+    return write_atomically(path, MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
+
+
+def write_atomically(path: str | os.PathLike, data: bytes) -> Path:
+    """`data` at `path` through a temporary file in the same directory, flushed to disk and renamed
+    over it: a crash leaves the old file or the new one, never half of either."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            file.write(MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + payload)
+            file.write(data)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)

@@ -14,14 +14,9 @@ from tests.benchmark_scripts import load_benchmark
 pytest.importorskip("mujoco_playground")
 rows = load_benchmark("world_models/dmc_rows")
 
-TINY = [
-    "--seeds",
-    "2",
-    "--env-steps",
-    "400",
-    "--eval-every",
-    "200",
-    "--set",
+# Two seeds, 400 env steps, an evaluation every 200: each agent's keywords follow --set.
+SHORT = ["--seeds", "2", "--env-steps", "400", "--eval-every", "200", "--set"]
+TINY = SHORT + [
     "model_size=1",
     "num_samples=16",
     "num_elites=4",
@@ -33,24 +28,19 @@ TINY = [
 ]
 # DreamerV3 at the 1m model on 3 env copies: 100 decisions a chunk are not a whole number of
 # ticks of 3 rows, so a chunk ends short of its multiple of --eval-every and the next one makes up for it.
-TINY_DREAMER = [
-    "--agent",
-    "DreamerV3",
-    "--seeds",
-    "2",
-    "--env-steps",
-    "400",
-    "--eval-every",
-    "200",
-    "--set",
-    "model_size=1m",
-    "n_envs=3",
-    "batch_size=2",
-    "batch_length=4",
-    "train_ratio=8",
-    "episode_length=50",
-    "buffer_size=999",
-]
+TINY_DREAMER = (
+    ["--agent", "DreamerV3"]
+    + SHORT
+    + [
+        "model_size=1m",
+        "n_envs=3",
+        "batch_size=2",
+        "batch_length=4",
+        "train_ratio=8",
+        "episode_length=50",
+        "buffer_size=999",
+    ]
+)
 
 
 def outputs(tmp_path, name):
