@@ -28,6 +28,18 @@ both written and gathered in one loop (in SAC's run at 1,024 seeds the TPU profi
 ring's layout changed back and forth between its write and its sample, every tick).
 
     python benchmarks/studies/replay_write.py --seeds 1 64 1024 --sample
+
+On the TPU at 1,024 seeds that draw, not the write, is what a tick costs (3.6 ms against 7.6
+us). The item replay keeps a ring per field of a transition (six for SAC), and its sample
+gathers each: `--packed` times the draws alone, from a ring per field against one ring of
+all their columns, the same rows, to tell whether storing a transition as one row would cut
+the sample to one gather's cost.
+
+    python benchmarks/studies/replay_write.py --seeds 64 1024 --rows 5000 --packed
+
+On the 2-core CPU (2026-12-07, that command with 1 seed added, one pinned core) a draw took
+8.8, 161 and 8,821 us from a ring per field at 1, 64 and 1,024 seeds, and 9.1, 147 and 8,316
+from the packed ring: within 8% either way. The TPU's figures decide.
 """
 
 from __future__ import annotations
@@ -88,6 +100,65 @@ def program(write: Callable, n_seeds: int, ticks: int, shared_index: bool, sampl
     return jax.jit(run, donate_argnums=0)
 
 
+FIELDS = (3, 1, 1, 3, 1, 1)  # the widths of SAC's stored fields on Pendulum: obs, action, reward, next obs, two flags
+
+
+def sample_program(n_seeds: int, ticks: int) -> Callable:
+    """`ticks` draws of SAMPLE rows a seed, each seed at its own random positions, summed, from the
+    rings it is given: one ring of all FIELDS' columns (one gather a draw), or a ring per field as
+    the item replay stores a transition (a gather per field)."""
+
+    def draw(rings: tuple[jax.Array, ...], key: jax.Array) -> jax.Array:
+        at = jax.random.randint(key, (SAMPLE,), 0, rings[0].shape[0])
+        return sum(ring[at].sum() for ring in rings)
+
+    draws = jax.vmap(draw)
+
+    def run(rings: tuple[jax.Array, ...]) -> jax.Array:
+        def tick(t: jax.Array, drawn: jax.Array) -> jax.Array:
+            keys = jax.random.split(jax.random.fold_in(jax.random.key(0), t), n_seeds)
+            return drawn + draws(rings, keys)
+
+        return jax.lax.fori_loop(0, ticks, tick, jnp.zeros((n_seeds,), rings[0].dtype))
+
+    return jax.jit(run)
+
+
+def split_fields(ring: jax.Array) -> tuple[jax.Array, ...]:
+    """A packed ring (seeds, rows, sum(FIELDS)) as a ring per field."""
+    bounds = [sum(FIELDS[:i]) for i in range(len(FIELDS) + 1)]
+    return tuple(ring[..., start:end] for start, end in zip(bounds, bounds[1:], strict=False))
+
+
+def measure_samples(n_seeds: int, n_rows: int, ticks: int) -> list[dict]:
+    """Microseconds a draw from one packed ring against a ring per field, the same rows."""
+    ring = jax.random.normal(jax.random.key(1), (n_seeds, n_rows, sum(FIELDS)))
+    results = []
+    for name, packed in [("a ring per field (the item replay's)", False), ("one packed ring", True)]:
+        rings = (ring,) if packed else split_fields(ring)
+        compiled_at = time.perf_counter()
+        compiled = sample_program(n_seeds, ticks).lower(rings).compile()
+        compile_s = time.perf_counter() - compiled_at
+        jax.block_until_ready(compiled(rings))
+        started = time.perf_counter()
+        jax.block_until_ready(compiled(rings))
+        seconds = time.perf_counter() - started
+        results.append(
+            {
+                "sample": name,
+                "n_seeds": n_seeds,
+                "rows": n_rows,
+                "fields": list(FIELDS),
+                "batch": SAMPLE,
+                "ticks": ticks,
+                "device_kind": jax.devices()[0].device_kind,
+                "compile_s": round(compile_s, 3),
+                "us_per_sample": round(1e6 * seconds / ticks, 3),
+            }
+        )
+    return results
+
+
 def measure(n_seeds: int, n_envs: int, n_rows: int, ticks: int, sample: bool = False) -> list[dict]:
     rows = jnp.ones((n_seeds, n_envs, WIDTH))
     results = []
@@ -129,9 +200,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=16_384, help="rows of each seed's ring (Ajax's REPLAY_FLOOR)")
     parser.add_argument("--ticks", type=int, default=1_250, help="writes a call (accelerator.py's SAC at x0.25)")
     parser.add_argument("--sample", action="store_true", help=f"each tick also draws {SAMPLE} rows a seed")
+    parser.add_argument(
+        "--packed", action="store_true", help="time the draws alone: a ring per field against one packed ring"
+    )
     args = parser.parse_args(argv)
     for n_seeds in args.seeds:
-        for result in measure(n_seeds, args.n_envs, args.rows, args.ticks, args.sample):
+        if args.packed:
+            results = measure_samples(n_seeds, args.rows, args.ticks)
+        else:
+            results = measure(n_seeds, args.n_envs, args.rows, args.ticks, args.sample)
+        for result in results:
             print(json.dumps(result), flush=True)
     return 0
 

@@ -38,3 +38,13 @@ def test_the_sampled_rows_are_drawn_from_each_seeds_own_ring():
     _, drawn = replay_write.program(replay_write.lockstep_write, 2, 4, True, sample=True)(jnp.zeros((2, 8, 2)), rows)
     # Seed 0's ring holds only smaller values than seed 1's, so its draws add up to less.
     assert 0 < drawn[0] < drawn[1]
+
+
+def test_a_packed_ring_and_a_ring_per_field_draw_the_same_rows():
+    ring = jnp.arange(2 * 16 * sum(replay_write.FIELDS), dtype=jnp.float32).reshape(2, 16, -1)
+    packed = replay_write.sample_program(2, 3)((ring,))
+    split = replay_write.sample_program(2, 3)(replay_write.split_fields(ring))
+    np.testing.assert_allclose(np.asarray(packed), np.asarray(split), rtol=1e-6)
+    results = replay_write.measure_samples(n_seeds=2, n_rows=16, ticks=2)
+    assert [r["sample"] for r in results] == ["a ring per field (the item replay's)", "one packed ring"]
+    assert all(r["us_per_sample"] > 0 for r in results)
