@@ -100,6 +100,19 @@ def program(write: Callable, n_seeds: int, ticks: int, shared_index: bool, sampl
     return jax.jit(run, donate_argnums=0)
 
 
+def compiled_and_timed(jitted: Callable, arguments: Callable[[], tuple]) -> tuple[float, float]:
+    """Seconds to compile `jitted` and seconds of its second call, each call on fresh `arguments()`
+    (a program that donates its ring consumes them)."""
+    compiled_at = time.perf_counter()
+    compiled = jitted.lower(*arguments()).compile()
+    compile_s = time.perf_counter() - compiled_at
+    jax.block_until_ready(compiled(*arguments()))
+    fresh = arguments()
+    started = time.perf_counter()
+    jax.block_until_ready(compiled(*fresh))
+    return compile_s, time.perf_counter() - started
+
+
 FIELDS = (3, 1, 1, 3, 1, 1)  # the widths of SAC's stored fields on Pendulum: obs, action, reward, next obs, two flags
 
 
@@ -136,13 +149,7 @@ def measure_samples(n_seeds: int, n_rows: int, ticks: int) -> list[dict]:
     results = []
     for name, packed in [("a ring per field (the item replay's)", False), ("one packed ring", True)]:
         rings = (ring,) if packed else split_fields(ring)
-        compiled_at = time.perf_counter()
-        compiled = sample_program(n_seeds, ticks).lower(rings).compile()
-        compile_s = time.perf_counter() - compiled_at
-        jax.block_until_ready(compiled(rings))
-        started = time.perf_counter()
-        jax.block_until_ready(compiled(rings))
-        seconds = time.perf_counter() - started
+        compile_s, seconds = compiled_and_timed(sample_program(n_seeds, ticks), lambda rings=rings: (rings,))
         results.append(
             {
                 "sample": name,
@@ -168,15 +175,9 @@ def measure(n_seeds: int, n_envs: int, n_rows: int, ticks: int, sample: bool = F
         ("dynamic_update_slice, shared index", slice_write, True),
         ("slice update behind the seed axis (ajax.lockstep)", lockstep_write, True),
     ]:
-        compiled_at = time.perf_counter()
-        ring = jnp.zeros((n_seeds, n_rows, WIDTH))
-        compiled = program(write, n_seeds, ticks, shared, sample).lower(ring, rows).compile()
-        compile_s = time.perf_counter() - compiled_at
-        jax.block_until_ready(compiled(ring, rows))
-        ring = jnp.zeros((n_seeds, n_rows, WIDTH))
-        started = time.perf_counter()
-        jax.block_until_ready(compiled(ring, rows))
-        seconds = time.perf_counter() - started
+        compile_s, seconds = compiled_and_timed(
+            program(write, n_seeds, ticks, shared, sample), lambda: (jnp.zeros((n_seeds, n_rows, WIDTH)), rows)
+        )
         results.append(
             {
                 "write": name,
