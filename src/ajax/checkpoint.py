@@ -56,8 +56,6 @@ def save_checkpoint(state: Any, path: str | os.PathLike, agent: ActorCritic | No
     Given the `agent` that trained it, the header records its name and env, and
     `restore_into(..., agent=...)` can refuse another agent's file by name.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = serialization.msgpack_serialize({"state": _saved(state)})
     header = {
         "format": FORMAT,
