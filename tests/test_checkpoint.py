@@ -51,6 +51,17 @@ def test_the_whole_state_round_trips(halves):
     assert_same(first, restored)  # every seed, the replay, the optimisers, the keys, the counters
 
 
+def test_a_replay_saved_a_field_to_an_array_restores_packed(halves, tmp_path):
+    """Checkpoints written before replays packed their rows keep one array per field."""
+    first, _ = halves
+    buffer = first.collector_state.buffer_state
+    by_field = buffer.replace(experience=buffer.experience.unpacked())
+    old = first.replace(collector_state=first.collector_state.replace(buffer_state=by_field))
+    path = save_checkpoint(old, tmp_path / "old.ckpt")
+    skeleton, _ = sac().train(seed=[0, 1], n_timesteps=0)
+    assert_same(first, restore_into(skeleton, path))
+
+
 def test_a_run_resumed_from_disk_on_a_fresh_agent_equals_one_call(halves):
     _, path = halves
     one_call, _ = sac().train(seed=[0, 1], n_timesteps=TOTAL)

@@ -38,6 +38,7 @@ import numpy as np
 from flax import serialization
 
 from ajax.buffers.growth import capacity_axis, is_replay
+from ajax.buffers.packed import PackedRows
 
 if TYPE_CHECKING:
     from ajax.agents.base import ActorCritic
@@ -258,6 +259,8 @@ def _graft_fields(template: Any, saved: Any, where: str) -> Any:
     names = _fields(template)
     if not isinstance(saved, dict):
         raise ValueError(f"Checkpoint field {where} is not a {cls.__name__}.")
+    if isinstance(template, PackedRows) and "groups" not in saved:  # a replay saved before it packed its rows
+        return template.like(_graft(template.unpacked(), saved, where))
     removed = getattr(cls, "removed_fields", frozenset())
     added = getattr(cls, "added_fields", frozenset())
     unknown = sorted(set(saved) - set(names) - removed)

@@ -16,7 +16,7 @@ import pytest
 
 from ajax import SAC
 from ajax.agents.base import shared_counters
-from ajax.buffers.replay import add_items, item_buffer
+from ajax.buffers.replay import ItemReplay, add_items
 from ajax.buffers.sequence import SequenceReplay
 from ajax.environments.row_collector import Rows, empty_replay, write_rows
 from ajax.lockstep import lockstep
@@ -30,8 +30,14 @@ def rows(n_seeds: int, tick: int) -> dict:
     return {"x": base, "pair": jnp.stack([base, -base], axis=-1)}
 
 
+def flashbax_add(capacity: int):
+    """flashbax's own add of the rows, packed as the replay packs them."""
+    add = ItemReplay(capacity, batch_size=2)._buffer.add
+    return lambda state, rows: add(state, state.experience.like(rows))
+
+
 def written(add, n_seeds: int, ticks: int, capacity: int = CAPACITY):
-    buffer = item_buffer(capacity, batch_size=2)
+    buffer = ItemReplay(capacity, batch_size=2)
     state = jax.vmap(lambda _: buffer.init({"x": jnp.zeros(()), "pair": jnp.zeros((2,))}))(jnp.arange(n_seeds))
     for tick in range(ticks):
         state = jax.jit(jax.vmap(add))(state, rows(n_seeds, tick))
@@ -43,9 +49,8 @@ def written(add, n_seeds: int, ticks: int, capacity: int = CAPACITY):
 @pytest.mark.parametrize("capacity", [CAPACITY, N_ROWS, 6, 12])
 @pytest.mark.parametrize("ticks", [1, 3, 7])
 def test_add_items_writes_what_flashbax_writes_for_every_seed(ticks, capacity):
-    flashbax_add = item_buffer(capacity, batch_size=2).add
     ours = written(add_items, N_SEEDS, ticks, capacity)
-    theirs = written(flashbax_add, N_SEEDS, ticks, capacity)
+    theirs = written(flashbax_add(capacity), N_SEEDS, ticks, capacity)
     for mine, reference in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs), strict=True):
         np.testing.assert_array_equal(mine, reference)
 
@@ -70,9 +75,7 @@ def test_the_vmapped_add_is_one_scatter_at_positions_the_seeds_share():
     state = written(add_items, N_SEEDS, 0)
     ours = [eqn.invars[1].aval.shape for eqn in scatters(jax.vmap(add_items), state, rows(N_SEEDS, 0))]
     assert ours and all(N_SEEDS not in shape for shape in ours), ours  # N_ROWS positions, no seed axis
-    theirs = [
-        eqn.invars[1].aval.shape for eqn in scatters(jax.vmap(item_buffer(CAPACITY, 2).add), state, rows(N_SEEDS, 0))
-    ]
+    theirs = [eqn.invars[1].aval.shape for eqn in scatters(jax.vmap(flashbax_add(CAPACITY)), state, rows(N_SEEDS, 0))]
     assert theirs and all(N_SEEDS in shape for shape in theirs), theirs  # what the shared write replaces
 
 

@@ -159,8 +159,10 @@ def test_memory_with_a_dict_behind_an_encoder_or_with_an_action_mask_is_refused_
 def test_a_million_row_minatar_replay_is_kept_in_uint8():
     agent = DQN("SpaceInvaders-MinAtar", encoder="minatar_cnn", buffer_size=10**6)
     buffer = jax.eval_shape(lambda: ReplayBuffer(10**6, 32).init(agent.env_args))
-    boards = [leaf for leaf in jax.tree.leaves(buffer) if leaf.shape[-3:] == (10, 10, 6)]
-    assert len(boards) == 2 and all(leaf.dtype == jnp.uint8 for leaf in boards)  # obs and next_obs
+    stored = jax.eval_shape(lambda packed: packed.unpacked(), buffer.experience)
+    assert stored.obs.shape[-3:] == stored.next_obs.shape[-3:] == (10, 10, 6)
+    assert stored.obs.dtype == stored.next_obs.dtype == jnp.uint8
+    assert buffer.experience.groups["uint8"].shape == (1, 10**6, 2 * 600)  # both boards side by side, unconverted
     total = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(buffer))
     assert total < 1.3e9, f"{total / 1e9:.2f} GB"  # float32 boards alone would take 4.8 GB
 

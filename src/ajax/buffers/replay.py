@@ -3,7 +3,8 @@
 Each tick adds the n_envs transitions of one step; a sample draws `batch_size` stored
 transitions uniformly, at a cost independent of the capacity. The buffer state lives in
 `collector_state.buffer_state`, so it is part of the agent state: saved, resumed and
-vmapped over seeds like everything else.
+vmapped over seeds like everything else. Its rows are stored packed (`ajax.buffers.packed`),
+so a sample gathers one array per dtype, not one per field.
 """
 
 from __future__ import annotations
@@ -15,14 +16,32 @@ import flashbax as fbx
 import jax
 import jax.numpy as jnp
 
+from ajax.buffers.packed import PackedRows
 from ajax.environments.interaction import Transition
 from ajax.lockstep import lockstep
 from ajax.state import BaseAgentState, EnvironmentConfig
 
 
-def item_buffer(capacity: int, batch_size: int):
-    """flashbax's item buffer: a ring of `capacity` rows, each add a batch of them, uniform samples of `batch_size`."""
-    return fbx.make_item_buffer(max_length=capacity, min_length=1, sample_batch_size=batch_size, add_batches=True)
+@dataclass(frozen=True)
+class ItemReplay:
+    """flashbax's item buffer of packed rows: a ring of `capacity` rows, each add a batch of them
+    (`add_items`), uniform samples of `batch_size` rows."""
+
+    capacity: int
+    batch_size: int
+
+    @property
+    def _buffer(self):
+        return fbx.make_item_buffer(
+            max_length=self.capacity, min_length=1, sample_batch_size=self.batch_size, add_batches=True
+        )
+
+    def init(self, row: Any) -> Any:
+        """An empty ring for rows like `row` (one row, no leading axis)."""
+        return self._buffer.init(PackedRows.of(row))
+
+    def sample(self, buffer_state: Any, key: jax.Array) -> Any:
+        return self._buffer.sample(buffer_state, key).experience.unpacked()
 
 
 @lockstep
@@ -41,14 +60,14 @@ def _write_items(experience: Any, rows: Any, index: jax.Array, lead: int) -> Any
 
 
 def add_items(buffer_state: Any, rows: Any) -> Any:
-    """flashbax's item-buffer add of a batch of rows (n, ...), written in lock-step across seeds
-    (`ajax.lockstep`): flashbax's own add scatters at each seed's index."""
+    """flashbax's item-buffer add of a batch of rows (n, ...), packed, written in lock-step across
+    seeds (`ajax.lockstep`): flashbax's own add scatters at each seed's index."""
     n, capacity = jax.tree.leaves(rows)[0].shape[0], jax.tree.leaves(buffer_state.experience)[0].shape[1]
     if n > capacity:
         raise ValueError(f"An add of {n} rows overruns a replay of {capacity}: raise buffer_size to at least {n}.")
-    end = buffer_state.current_index + n
+    end, experience = buffer_state.current_index + n, buffer_state.experience
     return buffer_state.replace(
-        experience=_write_items(buffer_state.experience, rows, buffer_state.current_index),
+        experience=_write_items(experience, experience.like(rows), buffer_state.current_index),
         current_index=end % capacity,
         is_full=buffer_state.is_full | (end >= capacity),
     )
@@ -72,8 +91,8 @@ class ReplayBuffer:
             )
 
     @property
-    def _buffer(self):
-        return item_buffer(self.capacity, self.batch_size)
+    def _items(self) -> ItemReplay:
+        return ItemReplay(self.capacity, self.batch_size)
 
     def init(self, env_args: EnvironmentConfig) -> Any:
         action = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)
@@ -86,7 +105,7 @@ class ReplayBuffer:
             terminated=jnp.zeros((), bool),
             truncated=jnp.zeros((), bool),
         )
-        return self._buffer.init(example)
+        return self._items.init(example)
 
     def add(self, state: BaseAgentState, transition: Transition) -> BaseAgentState:
         collector = state.collector_state
@@ -94,4 +113,4 @@ class ReplayBuffer:
         return state.replace(collector_state=collector.replace(buffer_state=buffer_state))
 
     def sample(self, buffer_state: Any, key: jax.Array) -> Transition:
-        return self._buffer.sample(buffer_state, key).experience
+        return self._items.sample(buffer_state, key)

@@ -37,7 +37,7 @@ from ajax.agents.DAgger.core import (
 )
 from ajax.agents.DAgger.state import DAggerConfig, DAggerState, Labelled
 from ajax.agents.loop import RunSettings, TrainLoop, actor_step
-from ajax.buffers.replay import add_items, item_buffer
+from ajax.buffers.replay import ItemReplay, add_items
 from ajax.environments.interaction import ActionPipeline, Transition, init_collector
 from ajax.environments.utils import batch_size
 from ajax.evaluate import EvalPolicy
@@ -84,18 +84,18 @@ class AggregateDataset:
     batch_size: int
 
     @property
-    def _buffer(self):
-        return item_buffer(self.capacity, self.batch_size)
+    def _items(self) -> ItemReplay:
+        return ItemReplay(self.capacity, self.batch_size)
 
     def init(self, env_args: EnvironmentConfig) -> Any:
         label = jnp.zeros((env_args.action_dim,), jnp.float32) if env_args.continuous else jnp.zeros((), jnp.int32)
-        return self._buffer.init(Labelled(obs=env_args.observation_zeros(), label=label))
+        return self._items.init(Labelled(obs=env_args.observation_zeros(), label=label))
 
     def add(self, dataset: Any, rows: Labelled) -> Any:
         return add_items(dataset, rows)
 
     def sample(self, dataset: Any, key: jax.Array) -> Labelled:
-        return self._buffer.sample(dataset, key).experience
+        return self._items.sample(dataset, key)
 
 
 def make_train(
