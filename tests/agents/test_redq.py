@@ -14,6 +14,7 @@ from ajax.agents.REDQ import REDQ
 from ajax.agents.REDQ.core import ensemble_mean_q, random_subset, subset_min_target, subset_parameters
 from ajax.agents.REDQ.train_REDQ import sample_minibatches
 from ajax.buffers import ReplayBuffer
+from ajax.buffers.replay import add_items
 from ajax.environments.interaction import Transition
 from ajax.networks.actor_critic import QEnsemble, SquashedGaussianActor
 from tests.conftest import last_returns
@@ -52,9 +53,9 @@ def test_each_critic_update_draws_a_fresh_minibatch():
         obs=jnp.zeros(1), action=jnp.zeros(1), reward=jnp.zeros(()), next_obs=jnp.zeros(1),
         terminated=jnp.zeros((), bool), truncated=jnp.zeros((), bool),
     )  # fmt: skip
-    state = buffer._buffer.init(example)
+    state = buffer._items.init(example)
     items = jnp.arange(1000.0)
-    state = buffer._buffer.add(
+    state = add_items(
         state,
         Transition(
             obs=items[:, None],
