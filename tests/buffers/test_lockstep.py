@@ -16,6 +16,7 @@ import pytest
 
 from ajax import SAC
 from ajax.agents.base import shared_counters
+from ajax.buffers.packed import PackedRows
 from ajax.buffers.replay import ItemReplay, add_items
 from ajax.buffers.sequence import SequenceReplay
 from ajax.environments.row_collector import Rows, empty_replay, write_rows
@@ -97,8 +98,12 @@ def test_a_write_takes_the_first_seeds_index_and_broadcasts_an_unbatched_ring():
 def test_sequence_append_writes_what_flashbax_writes_for_every_seed():
     replay = SequenceReplay(capacity=8, n_envs=2, n_sequences=1, length=2)  # lines of 4 steps
     buffer = replay._buffer
-    ours = theirs = jax.vmap(lambda _: buffer.init({"x": jnp.zeros(())}))(jnp.arange(N_SEEDS))
-    flashbax_append = jax.jit(jax.vmap(lambda state, step: buffer.add(state, jax.tree.map(lambda x: x[:, None], step))))
+    ours = theirs = jax.vmap(lambda _: buffer.init(PackedRows.of({"x": jnp.zeros(())})))(jnp.arange(N_SEEDS))
+
+    def packed_add(state, step):  # flashbax's own add of the step, packed as the replay packs it
+        return buffer.add(state, jax.tree.map(lambda x: x[:, None], state.experience.like(step)))
+
+    flashbax_append = jax.jit(jax.vmap(packed_add))
     for tick in range(6):  # wraps the lines
         step = {"x": 10.0 * tick + jnp.arange(N_SEEDS * 2, dtype=jnp.float32).reshape(N_SEEDS, 2)}
         ours, theirs = jax.jit(jax.vmap(replay.append))(ours, step), flashbax_append(theirs, step)

@@ -10,6 +10,7 @@ import pytest
 
 from ajax.buffers.packed import Layout, PackedRows
 from ajax.buffers.replay import ItemReplay, add_items
+from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.environments.interaction import Transition
 
 
@@ -88,3 +89,19 @@ def test_a_sample_draws_whole_rows_that_were_written_with_one_gather_a_dtype():
         for mine, given in zip(jax.tree.leaves(batch), jax.tree.leaves(written), strict=True):
             np.testing.assert_array_equal(mine[row], given[i])
     assert len(gathers(replay.sample, state, jax.random.key(0))) == 3  # float32, uint8, int32: not one a field
+
+
+def test_a_sequence_sample_draws_consecutive_steps_with_one_gather_a_dtype():
+    replay = SequenceReplay(capacity=16, n_envs=2, n_sequences=3, length=2)
+    flag = jnp.zeros((), bool)
+    state = replay._buffer.init(PackedRows.of(SequenceStep(transition(), flag)))
+    for tick in range(5):
+        step = SequenceStep(transition((2,), offset=2.0 * tick), jnp.full((2,), tick == 0))
+        state = jax.jit(replay.append)(state, step)
+    windows = jax.jit(replay.sample)(state, jax.random.key(0))
+    assert windows.transition.reward.shape == (2, 3)  # time-major
+    first, second = -windows.transition.reward  # each env's steps are 2 apart: rows 2t + env
+    np.testing.assert_array_equal(second - first, 2.0)
+    np.testing.assert_array_equal(windows.episode_start[0], first < 2)
+    np.testing.assert_array_equal(windows.transition.action, (-windows.transition.reward).astype(jnp.int32) % 4)
+    assert len(gathers(replay.sample, state, jax.random.key(0))) == 3

@@ -5,7 +5,8 @@ are consecutive steps of that copy (episodes follow each other, marked by `episo
 A sample draws `n_sequences` windows of `length` consecutive steps, each from a uniform
 start in a uniform copy; windows never straddle the oldest and the newest step of a full
 line. The draw is a gather of `n_sequences * length` rows, its cost independent of the
-capacity.
+capacity; the steps are stored packed (`ajax.buffers.packed`), so it gathers one array per
+dtype rather than one per field.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from ajax.buffers.packed import PackedRows
 from ajax.environments.interaction import Transition
 from ajax.lockstep import lockstep
 from ajax.state import BaseAgentState, EnvironmentConfig
@@ -80,7 +82,7 @@ class SequenceReplay:
         obs = env_args.observation_zeros()
         flag = jnp.zeros((), bool)
         transition = Transition(obs, action, jnp.zeros(()), obs, flag, flag)
-        return self._buffer.init(SequenceStep(transition, flag, carry))
+        return self._buffer.init(PackedRows.of(SequenceStep(transition, flag, carry)))
 
     def add(self, state: BaseAgentState, transition: Transition) -> BaseAgentState:
         """Append the tick's step of every copy; the behaviour policy's extras must hold
@@ -94,8 +96,8 @@ class SequenceReplay:
         """One time step into every env's line, as flashbax's add writes it but by a slice update
         in lock-step across seeds (`ajax.lockstep`): its add scatters, which XLA's CPU backend runs
         one index at a time."""
-        index = buffer_state.current_index
-        experience = _write_step(buffer_state.experience, step, index)
+        index, lines = buffer_state.current_index, buffer_state.experience
+        experience = _write_step(lines, lines.like(step), index)
         length = self.capacity // self.n_envs
         return buffer_state.replace(
             experience=experience,
@@ -106,4 +108,4 @@ class SequenceReplay:
     def sample(self, buffer_state: Any, key: jax.Array) -> SequenceStep:
         """`n_sequences` windows, time-major: leaves (length, n_sequences, ...)."""
         windows = self._buffer.sample(buffer_state, key).experience
-        return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), windows)
+        return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), windows).unpacked()
