@@ -439,7 +439,7 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> None:
     for axis, sweep, size_of in ((axes[0], "seeds", 4), (axes[1], "envs", 5)):
         series: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
         for key, row in keyed.items():
-            if key[3] == sweep and "error" not in row:
+            if key[3] == sweep and "error" not in row and key[2] in RUNS:  # JAX's default generator only
                 series.setdefault((key[0], key[1], key[2]), []).append((key[size_of], row["exec_steps_per_s"]))
         for (_, library, run), points in sorted(series.items()):
             xs, ys = zip(*sorted(points), strict=True)

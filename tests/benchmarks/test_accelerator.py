@@ -147,6 +147,7 @@ def test_a_generator_other_than_threefry_reaches_both_workers_and_races_apart(mo
 def test_the_plot_draws_both_sweeps(tmp_path):
     rows = [row("ajax", 1, 1e5), row("ajax", 64, 5e6), row("rejax", 64, 4e6)]
     rows.append({**row("ajax", 1, 2e5), "sweep": "envs", "n_envs": 64})
+    rows.append(row("ajax", 64, 3e6, prng="rbg"))  # another generator's rows stay out of the lines
     accelerator.plot(rows, tmp_path / "scaling.png")
     assert (tmp_path / "scaling.png").stat().st_size > 10_000
 
