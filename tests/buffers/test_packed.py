@@ -8,8 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from ajax import DQN
 from ajax.buffers.packed import Layout, PackedRows
-from ajax.buffers.replay import ItemReplay, add_items
+from ajax.buffers.replay import ItemReplay, ReplayBuffer, add_items
 from ajax.buffers.sequence import SequenceReplay, SequenceStep
 from ajax.environments.interaction import Transition
 
@@ -105,3 +106,18 @@ def test_a_sequence_sample_draws_consecutive_steps_with_one_gather_a_dtype():
     np.testing.assert_array_equal(windows.episode_start[0], first < 2)
     np.testing.assert_array_equal(windows.transition.action, (-windows.transition.reward).astype(jnp.int32) % 4)
     assert len(gathers(replay.sample, state, jax.random.key(0))) == 3
+
+
+def test_a_field_exact_in_float_joins_the_floats_and_comes_back_in_its_dtype():
+    rows = transition((5,))
+    packed = PackedRows.of(transition(), exact_in_float=frozenset({"action"})).like(rows)
+    assert set(packed.groups) == {"float32", "uint8"}
+    assert packed.action.dtype == jnp.int32
+    np.testing.assert_array_equal(packed.action, rows.action)
+
+
+def test_a_discrete_agents_replay_samples_with_one_gather():
+    replay = ReplayBuffer(capacity=64, batch_size=8)
+    state = replay.init(DQN("CartPole-v1").env_args)
+    assert set(state.experience.groups) == {"float32"}  # the action's index among the floats
+    assert len(gathers(replay.sample, state, jax.random.key(0))) == 1

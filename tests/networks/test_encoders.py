@@ -319,8 +319,10 @@ def test_a_replay_agent_with_memory_keeps_image_sequences_in_uint8():
         ImageCueRecall(5), **RECALL, memory=GRU, sequence_length=4, learning_starts=64, batch_size=8, buffer_size=256
     )
     state, _ = trained.train(seed=0, n_timesteps=128)
-    frames = [leaf for leaf in jax.tree.leaves(state.collector_state.buffer_state) if leaf.shape[-3:] == (4, 4, 1)]
-    assert frames and all(leaf.dtype == jnp.uint8 for leaf in frames)
+    stored = state.collector_state.buffer_state.experience
+    frames = [stored.transition.obs, stored.transition.next_obs]
+    assert all(leaf.shape[-3:] == (4, 4, 1) and leaf.dtype == jnp.uint8 for leaf in frames)
+    assert stored.groups["uint8"].dtype == jnp.uint8  # kept so, not converted to floats
 
 
 @pytest.mark.slow

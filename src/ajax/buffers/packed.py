@@ -7,8 +7,9 @@ lanes, so six gathers cost about six times one. Timed alone on the TPU v5e
 (`benchmarks/studies/replay_write.py --packed`, 5,000-row rings, 256 rows a draw), a draw from
 one packed ring took 94 us against 986 us from a ring per field at 64 seeds, 5,430 against
 18,803 at 1,024. So a row is stored packed: the float32 fields side by side in one array, the
-one-element flags beside them as 0.0/1.0 (exact, and a gather saved for 8 bytes a row), every
-other dtype (a discrete action's int32, an image's uint8) in an array of its own, unconverted.
+one-element flags beside them as 0.0/1.0 (exact, and a gather saved for 8 bytes a row), as
+are the fields the replay names exact in float32 (a discrete action's index); every other
+dtype (an image's uint8) in an array of its own, unconverted.
 """
 
 from __future__ import annotations
@@ -46,14 +47,18 @@ class Layout:
     slots: tuple[Slot, ...]
 
     @classmethod
-    def of(cls, row: Any) -> Layout:
-        leaves, treedef = jax.tree.flatten(row)
+    def of(cls, row: Any, exact_in_float: frozenset[str] = frozenset()) -> Layout:
+        """`exact_in_float`: the fields (dotted paths) whose values float32 holds exactly, such as
+        a discrete action's index, stored among the floats whatever their dtype."""
+        paths, treedef = jax.tree_util.tree_flatten_with_path(row)
+        leaves = [leaf for _, leaf in paths]
+        names = [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in paths]
         dtypes = [jnp.dtype(leaf.dtype).name for leaf in leaves]
         widths: dict[str, int] = {}
         slots = []
-        for leaf, dtype in zip(leaves, dtypes, strict=True):
-            flag = dtype == "bool" and np.size(leaf) == 1 and FLOAT in dtypes
-            group = FLOAT if flag else dtype
+        for leaf, dtype, name in zip(leaves, dtypes, names, strict=True):
+            flag = dtype == "bool" and np.size(leaf) == 1
+            group = FLOAT if (flag or name in exact_in_float) and FLOAT in dtypes else dtype
             start = widths.get(group, 0)
             widths[group] = start + int(np.size(leaf))
             slots.append(Slot(group, start, tuple(np.shape(leaf)), dtype))
@@ -88,9 +93,9 @@ class PackedRows:
     layout: Layout = struct.field(pytree_node=False)
 
     @classmethod
-    def of(cls, rows: Any) -> PackedRows:
+    def of(cls, rows: Any, exact_in_float: frozenset[str] = frozenset()) -> PackedRows:
         """`rows` packed; their layout is that of one row of them (no leading axes)."""
-        layout = Layout.of(rows)
+        layout = Layout.of(rows, exact_in_float)
         return cls(layout.pack(rows), layout)
 
     def like(self, rows: Any) -> PackedRows:

@@ -36,9 +36,10 @@ class ItemReplay:
             max_length=self.capacity, min_length=1, sample_batch_size=self.batch_size, add_batches=True
         )
 
-    def init(self, row: Any) -> Any:
-        """An empty ring for rows like `row` (one row, no leading axis)."""
-        return self._buffer.init(PackedRows.of(row))
+    def init(self, row: Any, exact_in_float: frozenset[str] = frozenset()) -> Any:
+        """An empty ring for rows like `row` (one row, no leading axis); `exact_in_float` as
+        `ajax.buffers.packed.Layout.of` takes it."""
+        return self._buffer.init(PackedRows.of(row, exact_in_float))
 
     def sample(self, buffer_state: Any, key: jax.Array) -> Any:
         return self._buffer.sample(buffer_state, key).experience.unpacked()
@@ -105,7 +106,9 @@ class ReplayBuffer:
             terminated=jnp.zeros((), bool),
             truncated=jnp.zeros((), bool),
         )
-        return self._items.init(example)
+        # A discrete action is an index below action_dim, exact in float32: kept among the floats,
+        # the sample is one gather (two on a TPU cost about twice one; `ajax.buffers.packed`).
+        return self._items.init(example, exact_in_float=frozenset() if env_args.continuous else frozenset({"action"}))
 
     def add(self, state: BaseAgentState, transition: Transition) -> BaseAgentState:
         collector = state.collector_state
