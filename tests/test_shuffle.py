@@ -56,3 +56,14 @@ def test_vmapped_with_per_seed_indices_one_gather_per_dtype():
 def gathers(fn, *args) -> int:
     """The gather ops in `fn`'s lowered StableHLO (the op's name, not its dimension-numbers attribute)."""
     return jax.jit(fn).lower(*args).as_text().count('"stablehlo.gather"')
+
+
+def test_an_index_exact_in_float_is_gathered_with_the_floats_and_keeps_its_dtype():
+    key, index_key = jax.random.split(jax.random.key(3))
+    tree, indices = mixed_tree(key), jax.random.permutation(index_key, N)
+    tree["action"] = tree["action"] + (1 << 24) - 100  # the largest integers float32 holds exactly
+    index_in_float = frozenset({"action"})
+    assert_same(take_rows(tree, indices, exact_in_float=index_in_float), per_leaf(tree, indices))
+    # f32 with the action, bool, bf16: three gathers for four.
+    assert gathers(lambda t, i: take_rows(t, i, exact_in_float=index_in_float), tree, indices) == 3
+    assert gathers(take_rows, tree, indices) == 4

@@ -392,13 +392,19 @@ class ProximalActorCritic:
             return network.apply(params, batch.obs)
         return network.apply(params, batch.carries[NETWORKS[which]], batch.obs, batch.episode_start)[1]
 
+    @property
+    def index_actions(self) -> frozenset[str]:
+        """A discrete action is an index, exact in float32: the shuffle gathers it with the floats."""
+        return frozenset() if self.env_args.continuous else frozenset({"action"})
+
     def minibatches(self, data: Minibatch, key: jax.Array) -> Minibatch:
         """The rollout's transitions shuffled into minibatches of `batch_size`."""
         rollout_size = self.config.n_steps * self.env_args.n_envs
         n_minibatches = rollout_size // self.config.batch_size
         permutation = jax.random.permutation(key, rollout_size)
         flat = jax.tree.map(lambda x: x.reshape(rollout_size, *x.shape[2:]), data)
-        return jax.tree.map(lambda x: x.reshape(n_minibatches, -1, *x.shape[1:]), take_rows(flat, permutation))
+        shuffled = take_rows(flat, permutation, exact_in_float=self.index_actions)
+        return jax.tree.map(lambda x: x.reshape(n_minibatches, -1, *x.shape[1:]), shuffled)
 
     def segment_minibatches(self, data: Minibatch, key: jax.Array) -> Minibatch:
         """Each env's rollout cut into segments of `unroll_length` steps (Brax's unrolls), the
@@ -410,7 +416,7 @@ class ProximalActorCritic:
         permutation = jax.random.permutation(key, n_segments)
         return jax.tree.map(
             lambda x: jnp.swapaxes(x.reshape(length, n_minibatches, -1, *x.shape[2:]), 0, 1),
-            take_rows(split, permutation, axis=1),
+            take_rows(split, permutation, axis=1, exact_in_float=self.index_actions),
         )
 
     def recurrent_minibatches(
@@ -435,7 +441,7 @@ class ProximalActorCritic:
         permutation = jax.random.permutation(key, n_sequences)
         batches = jax.tree.map(
             lambda x: jnp.swapaxes(x.reshape(length, n_minibatches, -1, *x.shape[2:]), 0, 1),
-            take_rows(split, permutation, axis=1),
+            take_rows(split, permutation, axis=1, exact_in_float=self.index_actions),
         )
         starts = jax.tree.map(lambda x: x.reshape(n_minibatches, -1, *x.shape[1:]), take_rows(carries, permutation))
         return batches.replace(carries=starts)

@@ -73,10 +73,11 @@ def make_train(
         returns = q_lambda_returns(
             rollout.reward, bootstrap, rollout.terminated, rollout.truncated, config.gamma, config.q_lambda
         )
-        flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), (rollout.obs, rollout.action, returns))
+        rows = {"obs": rollout.obs, "action": rollout.action, "target": returns}
+        flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), rows)
 
         def minibatch_step(critic_state, batch):
-            obs, action, target = batch
+            obs, action, target = batch["obs"], batch["action"], batch["target"]
 
             def loss(params):
                 q = q_network.apply(params, obs)
@@ -88,9 +89,9 @@ def make_train(
 
         def epoch(critic_state, key):
             permutation = jax.random.permutation(key, rollout_size)
-            minibatches = jax.tree.map(
-                lambda x: x.reshape(config.n_minibatches, batch_size, *x.shape[1:]), take_rows(flat, permutation)
-            )
+            # the action's index, exact in float32, is gathered with the floats: one gather an epoch
+            shuffled = take_rows(flat, permutation, exact_in_float=frozenset({"action"}))
+            minibatches = jax.tree.map(lambda x: x.reshape(config.n_minibatches, batch_size, *x.shape[1:]), shuffled)
             return final_aux_scan(minibatch_step, critic_state, minibatches)
 
         state, (shuffle_key,) = state.next_keys(1)
