@@ -81,6 +81,10 @@ def stored(transition: Transition) -> Transition:
 
 @dataclass(frozen=True)
 class ReplayBuffer:
+    """The uniform replay of DQN, SAC, TD3 and their descendants: `capacity` transitions (a
+    ring, the oldest overwritten), minibatches of `batch_size` drawn uniformly. A transition
+    is stored without the behaviour policy's extras; its rows are packed (`PackedRows`)."""
+
     capacity: int
     batch_size: int
 
