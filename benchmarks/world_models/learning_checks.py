@@ -25,6 +25,12 @@ at these budgets either.
     JAX_PLATFORMS=cpu python benchmarks/world_models/learning_checks.py --check catch --seeds 3
     python benchmarks/world_models/learning_checks.py --check catch --seeds 1 --timesteps 300 \
         --eval-every 100 --window 100 300 --out /tmp/smoke.jsonl
+    python benchmarks/world_models/learning_checks.py --check cartpole --seeds 5 \
+        --checkpoint-dir /tmp/gate --minutes 8      # on an accelerator: rerun until the row is written
+
+With `--checkpoint-dir` the run trains one evaluation period a call, checkpointing the state
+and keeping the evaluations after each, and `--minutes` stops it between calls (exit code 2):
+a run longer than an accelerator's call limit spans several commands, as one run.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import os
 import platform
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,7 +124,66 @@ def window_means(timesteps: np.ndarray, returns: np.ndarray, window: tuple[int, 
     return returns[:, inside].mean(axis=1)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def train_in_chunks(
+    agent: DreamerV3, identity: dict[str, Any], stem: Path, minutes: float | None
+) -> tuple[Any, dict[str, np.ndarray], float] | None:
+    """The run `identity` describes, trained one evaluation period a call, its state checkpointed
+    at `stem`.ckpt and its evaluations and seconds kept in `stem`.json after each call, so that a
+    run longer than an accelerator's call limit spans several commands; the resume contract
+    makes the calls one run. Returns the state, the evaluations as one call returns them (seeds
+    by evaluations) and the seconds of the training calls of every command together; None when
+    `minutes` ran out first.
+    """
+    from ajax.checkpoint import restore_into, save_checkpoint, write_atomically
+
+    seeds, horizon = identity["seeds"], identity["n_timesteps"]
+    ckpt, progress_path = stem.with_suffix(".ckpt"), stem.with_suffix(".json")
+    identity = json.loads(json.dumps(identity))  # as the progress file reads it back
+    progress = {"identity": identity, "timestep": 0, "seconds": 0.0, "evaluations": {}}
+    if progress_path.is_file():
+        progress = json.loads(progress_path.read_text())
+        if progress["identity"] != identity:
+            raise SystemExit(
+                f"{progress_path} was made with other settings ({progress['identity']}) than these ({identity}): "
+                "run the command it was made with, or give another --checkpoint-dir."
+            )
+    options = {
+        "seed": seeds,
+        "total_timesteps": horizon,
+        "num_episode_test": identity["num_episode_test"],
+        "logging_config": LoggingConfig(log_frequency=identity["eval_every"]),
+    }
+    started, last_call = time.perf_counter(), 0.0
+    state = None
+    if progress["timestep"]:
+        with warnings.catch_warnings():  # the skeleton's empty call evaluates nothing, as it should
+            warnings.simplefilter("ignore", UserWarning)
+            skeleton, _ = agent.train(n_timesteps=0, **options)
+        state = restore_into(skeleton, ckpt, agent=agent)
+    while progress["timestep"] < horizon:
+        if minutes is not None and last_call and time.perf_counter() - started + last_call > 60 * minutes:
+            print(f"stopped at row {progress['timestep']:,} of {horizon:,}; rerun to resume from {ckpt}", flush=True)
+            return None
+        call_started = time.perf_counter()
+        target = min(progress["timestep"] + identity["eval_every"], horizon)
+        state, evaluations = agent.train(n_timesteps=target - progress["timestep"], initial_state=state, **options)
+        jax.block_until_ready(state)
+        filled = np.asarray(evaluations["timestep"])[0] >= 0
+        for name, values in evaluations.items():
+            kept = progress["evaluations"].setdefault(name, [[] for _ in seeds])
+            for seed, row in zip(kept, np.asarray(values)[:, filled].tolist(), strict=True):
+                seed += row
+        last_call = time.perf_counter() - call_started
+        progress["timestep"] = int(np.asarray(state.collector_state.timestep).reshape(-1)[0])
+        progress["seconds"] += last_call
+        save_checkpoint(state, ckpt, agent=agent)
+        write_atomically(progress_path, json.dumps(progress).encode())
+        print(f"row {progress['timestep']:,} of {horizon:,}, {last_call:.1f} s", flush=True)
+    evaluations = {name: np.asarray(values) for name, values in progress["evaluations"].items()}
+    return state, evaluations, progress["seconds"]
+
+
+def run(args: argparse.Namespace) -> dict[str, Any] | None:
     check = CHECKS[args.check]
     window = tuple(args.window) if args.window is not None else check.window
     n_timesteps = args.timesteps if args.timesteps is not None else window[1]
@@ -133,14 +199,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     agent = DreamerV3(check.env_id, **settings)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     started = time.perf_counter()
-    state, evaluations = agent.train(
-        seed=seeds,
-        n_timesteps=n_timesteps,
-        num_episode_test=num_episode_test,
-        logging_config=LoggingConfig(log_frequency=eval_every),
-    )
-    jax.block_until_ready(state)
-    wall = time.perf_counter() - started
+    if args.checkpoint_dir is None:
+        state, evaluations = agent.train(
+            seed=seeds,
+            n_timesteps=n_timesteps,
+            num_episode_test=num_episode_test,
+            logging_config=LoggingConfig(log_frequency=eval_every),
+        )
+        jax.block_until_ready(state)
+        wall = time.perf_counter() - started
+    else:
+        identity = {"check": args.check, "settings": settings, "seeds": seeds, "n_timesteps": n_timesteps}
+        identity |= {"eval_every": eval_every, "num_episode_test": num_episode_test}
+        chunked = train_in_chunks(agent, identity, args.checkpoint_dir / args.check, args.minutes)
+        if chunked is None:
+            return None
+        state, evaluations, wall = chunked
     timesteps, returns = np.asarray(evaluations["timestep"]), np.asarray(evaluations[RETURN])
     filled = timesteps[0] >= 0
     per_seed = window_means(timesteps, returns, window)
@@ -244,6 +318,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--num-episode-test", type=int, default=None, help="episodes per evaluation")
     parser.add_argument("--window", type=int, nargs=2, default=None, metavar=("START", "END"), help="rows averaged")
     parser.add_argument("--bar", type=float, default=None, help="the mean the check asks for")
+    parser.add_argument(
+        "--checkpoint-dir", type=Path, help="train an evaluation period a call, resumable from here (a long run)"
+    )
+    parser.add_argument("--minutes", type=float, help="with --checkpoint-dir: start no call after this many minutes")
     parser.add_argument("--out", type=Path, default=OUT, help="append the JSON line here (default: %(default)s)")
     parser.add_argument(
         "--table-out", type=Path, default=TABLE, help="append the learning table's row here (default: %(default)s)"
@@ -256,6 +334,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     high = (args.window or CHECKS[args.check].window)[1]
     if args.timesteps is not None and args.timesteps < high:
         parser.error(f"--timesteps {args.timesteps} ends before the window's end, {high}.")
+    if args.minutes is not None and args.checkpoint_dir is None:
+        parser.error("--minutes stops a run between calls, so it needs --checkpoint-dir.")
     if args.seeds < 1 or (args.eval_every is not None and args.eval_every < 1):
         parser.error("--seeds and --eval-every must be positive.")
     return args
@@ -265,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Exit code 0 when the check passes, 1 when it fails, so a script can chain on it."""
     args = parse_args(argv)
     row = run(args)
+    if row is None:  # stopped between calls; the next command resumes it
+        return 2
     print(json.dumps(row), flush=True)
     append_row(args.out, row)
     append_row(args.table_out, table_row(row))

@@ -53,3 +53,22 @@ def test_a_checks_table_row_names_an_accelerator_and_leaves_the_cpu_unnamed():
     tpu["machine"]["device"] = "TPU v5 lite"
     assert checks.table_row(tpu)["machine"] == "TPU v5e"
     assert "machine" not in checks.table_row(cpu)  # the learning table's own machine kind
+
+
+@pytest.mark.slow
+def test_a_check_trained_in_chunks_over_two_commands_equals_one_call(tmp_path):
+    checks = world_model_checks()
+    tiny = ["--check", "catch", "--seeds", "2", "--timesteps", "96", "--eval-every", "32", "--window", "32", "96"]
+    tiny += ["--n-envs", "2", "--train-ratio", "8", "--batch-size", "2", "--batch-length", "4"]
+    one_call = checks.run(checks.parse_args(tiny))
+    chunked = [*tiny, "--checkpoint-dir", str(tmp_path)]
+    assert checks.run(checks.parse_args([*chunked, "--minutes", "0"])) is None  # stops after its first call
+    progress = json.loads((tmp_path / "catch.json").read_text())
+    assert progress["timestep"] == 32 and (tmp_path / "catch.ckpt").is_file()
+    resumed = checks.run(checks.parse_args(chunked))
+    for key in ("curve", "diagnostics_per_seed", "seed_window_means", "n_updates"):
+        assert resumed[key] == one_call[key], key
+    with pytest.raises(SystemExit, match="other settings"):
+        checks.run(checks.parse_args([*chunked[:3], "3", *chunked[4:]]))  # three seeds, not two
+    with pytest.raises(SystemExit):
+        checks.parse_args([*tiny, "--minutes", "5"])  # --minutes needs --checkpoint-dir
