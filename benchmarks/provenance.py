@@ -18,8 +18,17 @@ ROOT = Path(__file__).resolve().parents[1]
 MACHINES = {"TPU v5 lite": "TPU v5e"}
 
 
+# `git archive` writes the archived commit here (export-subst in .gitattributes); a checkout reads
+# the placeholder. A source tree carried to a machine as an archive (an accelerator's) is dated by
+# it, never by whatever repository happens to enclose it there.
+ARCHIVE_COMMIT = ROOT / "benchmarks" / "archive_commit"
+
+
 def git_commit() -> str:
-    """The checkout's short commit hash, or "unknown" where git cannot tell."""
+    """The checkout's short commit hash (an archive's own), or "unknown" where git cannot tell."""
+    archived = ARCHIVE_COMMIT.read_text().strip() if ARCHIVE_COMMIT.is_file() else ""
+    if archived and not archived.startswith("$Format"):
+        return archived
     try:
         out = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
