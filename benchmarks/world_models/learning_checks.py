@@ -24,7 +24,7 @@ at these budgets either.
 
     JAX_PLATFORMS=cpu python benchmarks/world_models/learning_checks.py --check catch --seeds 3
     python benchmarks/world_models/learning_checks.py --check catch --seeds 1 --timesteps 300 \
-        --eval-every 100 --window 100 300 --out /tmp/smoke.jsonl
+        --eval-every 100 --window 100 300 --out /tmp/smoke.jsonl --table-out /tmp/smoke_table.jsonl
     python benchmarks/world_models/learning_checks.py --check cartpole --seeds 5 \
         --checkpoint-dir /tmp/gate --minutes 8      # on an accelerator: rerun until the row is written
 
@@ -139,7 +139,7 @@ def train_in_chunks(
     seeds, horizon = identity["seeds"], identity["n_timesteps"]
     ckpt, progress_path = stem.with_suffix(".ckpt"), stem.with_suffix(".json")
     identity = json.loads(json.dumps(identity))  # as the progress file reads it back
-    progress = {"identity": identity, "timestep": 0, "seconds": 0.0, "evaluations": {}}
+    progress = {"identity": identity, "timestep": 0, "target": 0, "seconds": 0.0, "evaluations": {}}
     if progress_path.is_file():
         progress = json.loads(progress_path.read_text())
         if progress["identity"] != identity:
@@ -160,12 +160,15 @@ def train_in_chunks(
             warnings.simplefilter("ignore", UserWarning)
             skeleton, _ = agent.train(n_timesteps=0, **options)
         state = restore_into(skeleton, ckpt, agent=agent)
-    while progress["timestep"] < horizon:
+    # Each call is asked to reach the next target from where the state stands: a call runs
+    # whole env steps, so the state may stop short of its target, and the calls together then
+    # step exactly as the one call to the horizon would (which stops short of it too).
+    while progress["target"] < horizon:
         if minutes is not None and last_call and time.perf_counter() - started + last_call > 60 * minutes:
             print(f"stopped at row {progress['timestep']:,} of {horizon:,}; rerun to resume from {ckpt}", flush=True)
             return None
         call_started = time.perf_counter()
-        target = min(progress["timestep"] + identity["eval_every"], horizon)
+        target = min(progress["target"] + identity["eval_every"], horizon)
         state, evaluations = agent.train(n_timesteps=target - progress["timestep"], initial_state=state, **options)
         jax.block_until_ready(state)
         filled = np.asarray(evaluations["timestep"])[0] >= 0
@@ -175,10 +178,13 @@ def train_in_chunks(
                 seed += row
         last_call = time.perf_counter() - call_started
         progress["timestep"] = int(np.asarray(state.collector_state.timestep).reshape(-1)[0])
+        progress["target"] = target
         progress["seconds"] += last_call
+        saving = time.perf_counter()
         save_checkpoint(state, ckpt, agent=agent)
         write_atomically(progress_path, json.dumps(progress).encode())
-        print(f"row {progress['timestep']:,} of {horizon:,}, {last_call:.1f} s", flush=True)
+        saved = time.perf_counter() - saving
+        print(f"row {progress['timestep']:,} of {horizon:,}: call {last_call:.1f} s, saved {saved:.1f} s", flush=True)
     evaluations = {name: np.asarray(values) for name, values in progress["evaluations"].items()}
     return state, evaluations, progress["seconds"]
 
