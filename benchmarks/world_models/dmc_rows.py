@@ -81,6 +81,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/, for its shared modules
+sys.path.insert(0, str(HERE))  # and this folder's
+
+from chunks import Checkpoint, CheckpointMismatchError, Chunk, Clock, read_progress, train_in_chunks, write_json  # noqa: E402
+from chunks import fresh_progress as fresh_run  # noqa: E402
 
 from brax_race import parse_overrides  # noqa: E402
 from intervals import interval_text  # noqa: E402
@@ -203,10 +207,6 @@ FLAGS = {
 TIMING = ("compile_s", "trace_s", "lower_s", "backend_compile_s", "exec_s")
 
 
-class CheckpointMismatchError(ValueError):
-    """A task's checkpoint made with other settings, seeds or env steps than this command's."""
-
-
 def run_identity(
     agent: str, task: str, settings: dict[str, Any], n_seeds: int, env_steps: int, eval_every: int
 ) -> dict[str, Any]:
@@ -229,69 +229,12 @@ def checkpoint_paths(directory: Path, agent: str, task: str) -> tuple[Path, Path
 
 def fresh_progress(identity: dict[str, Any]) -> dict[str, Any]:
     """The progress of a run not yet started: nothing trained, evaluated or timed."""
-    return {
-        "identity": identity,
-        "target": 0,  # the decisions the last call was asked to reach (the run's end: done training)
-        "timestep": 0,  # the decisions the state has reached
-        "chunks": 0,
-        "curve": {"timestep": [], "per_seed": [[] for _ in identity["seeds"]]},
-        "timing": {**dict.fromkeys(TIMING, 0.0), "minutes": 0.0},
-        "done": False,
-    }
-
-
-def read_progress(path: Path, identity: dict[str, Any]) -> dict[str, Any] | None:
-    """The progress file at `path` (None where there is none); one made with another identity is refused."""
-    if not path.is_file():
-        return None
-    progress = json.loads(path.read_text())
-    saved = progress.get("identity", {})
-    differ = [
-        f"{FLAGS[key]} ({key}: {json.dumps(saved.get(key))} there, {json.dumps(value)} here)"
-        for key, value in identity.items()
-        if saved.get(key) != value
-    ]
-    if differ:
-        raise CheckpointMismatchError(
-            f"The checkpoint {path} was made with other settings than this command's: {'; '.join(differ)}. "
-            "Run with the settings it was made with to resume it, or give another --checkpoint-dir "
-            "(or delete its .ckpt and .json) to start over."
-        )
-    return progress
-
-
-def write_json(path: Path, value: Any) -> None:
-    """`value` as JSON at `path`, atomically (`ajax.checkpoint.write_atomically`)."""
-    from ajax.checkpoint import write_atomically
-
-    write_atomically(path, json.dumps(value, indent=1).encode())
-
-
-class Clock:
-    """When a command stops between chunks: never before its first; after it, not once `minutes`
-    have passed since the start, nor when the next chunk would carry it past them, reckoned as
-    long as the last chunk's execution, and before another task (another program) its compilation too."""
-
-    def __init__(self, minutes: float | None) -> None:
-        self.started = time.perf_counter()
-        self.minutes = minutes
-        self.chunks = 0
-        self.last_exec_s = 0.0
-        self.compile_s = 0.0  # the longest compilation a chunk (or a resumed task's skeleton) took
-
-    def elapsed_s(self) -> float:
-        return time.perf_counter() - self.started
-
-    def may_start_chunk(self, new_program: bool = False) -> bool:
-        if self.minutes is None or self.chunks == 0:
-            return True
-        ahead = self.last_exec_s + (self.compile_s if new_program else 0.0)
-        return self.elapsed_s() + ahead <= 60 * self.minutes
-
-    def chunk_done(self, exec_s: float, compile_s: float = 0.0) -> None:
-        self.chunks += 1
-        self.last_exec_s = exec_s
-        self.compile_s = max(self.compile_s, compile_s)
+    return fresh_run(
+        identity,
+        curve={"timestep": [], "per_seed": [[] for _ in identity["seeds"]]},
+        timing={**dict.fromkeys(TIMING, 0.0), "minutes": 0.0},
+        done=False,
+    )
 
 
 # Training ------------------------------------------------------------------------------------
@@ -331,10 +274,7 @@ def train_task(
 ) -> dict[str, Any] | None:
     """`agent_name` on `task` for `n_seeds` seeds: the full row (less its stamp), or None when
     the clock stopped it between chunks (its checkpoint and progress file kept in `checkpoint_dir`)."""
-    import numpy as np
-
     from ajax import TDMPC2, DreamerV3
-    from ajax.checkpoint import restore_into, save_checkpoint
     from ajax.logging.wandb_logging import LoggingConfig
     from compile_spans import CompileSpans
     from perf_bench import timed
@@ -346,18 +286,14 @@ def train_task(
     seeds = list(range(n_seeds))
     logging_config = LoggingConfig(log_frequency=every)
     identity = run_identity(agent_name, task.name, settings, n_seeds, env_steps, eval_every)
-    state_path = progress_path = None
-    progress = None
+    checkpoint, progress = None, None
     if checkpoint_dir is not None:
-        state_path, progress_path = checkpoint_paths(checkpoint_dir, agent_name, task.name)
-        progress = read_progress(progress_path, identity)
+        checkpoint = Checkpoint(*checkpoint_paths(checkpoint_dir, agent_name, task.name))
+        progress = read_progress(checkpoint.progress, identity, FLAGS)
     progress = progress or fresh_progress(identity)
-    minutes_before, compiled_before = progress["timing"]["minutes"], progress["timing"]["compile_s"]
+    minutes_before = progress["timing"]["minutes"]
 
-    def minutes() -> float:
-        return round(minutes_before + (time.perf_counter() - started) / 60, 3)
-
-    def call(**kwargs: Any) -> dict[str, Any]:
+    def call(**kwargs: Any) -> Chunk:
         """One `train` call on every seed with the run's horizon and evaluations, timed by stage."""
         outputs: dict[str, Any] = {}
 
@@ -371,52 +307,27 @@ def train_task(
             timing = timed(run, repeats=0)
         timing.pop("out")
         add_timing(progress, timing)
-        return {**outputs, "timing": timing}
+        return Chunk(outputs["state"], outputs["evaluations"], timing["exec_s"], timing["compile_spans_s"])
 
-    state = None
-    if progress["timestep"] and progress["target"] < horizon:
-        if not state_path.is_file():
-            raise CheckpointMismatchError(
-                f"{progress_path} records a run at a state, but its checkpoint {state_path} is gone."
-            )
-        # The skeleton: the untrained state of a call to the run's horizon, whose program is the
-        # chunks' own (compiled once here, reused by every chunk of this command).
-        state = restore_into(call(n_timesteps=0)["state"], state_path, agent=agent)
-        at = int(np.asarray(state.collector_state.timestep).reshape(-1)[0])
-        if at != progress["timestep"]:
-            raise CheckpointMismatchError(
-                f"{state_path} holds a state at decision {at}, its progress file {progress_path} one at "
-                f"{progress['timestep']}: the command stopped between writing them. Delete both to start over."
-            )
-        print(f"{agent_name} {task.name}: resumed at {at * repeat:,} env steps from {state_path}", flush=True)
+    def record(progress: dict[str, Any], chunk: Chunk) -> None:
+        add_evaluations(progress, chunk.evaluations)
+        progress["timing"]["minutes"] = round(minutes_before + (time.perf_counter() - started) / 60, 3)
 
-    while progress["target"] < horizon:
-        if checkpoint_dir is not None and not clock.may_start_chunk():
-            print(
-                f"{agent_name} {task.name}: stopped at {progress['timestep'] * repeat:,} of {env_steps:,} env steps, "
-                f"as --minutes {clock.minutes:g} ask; rerun the command to resume from {state_path}",
-                flush=True,
-            )
-            return None
-        # Each chunk ends at the next multiple of eval_every (the whole run without checkpoints),
-        # asked from where the state stands, so the calls together step as the one call would.
-        target = horizon if checkpoint_dir is None else min(progress["target"] + every, horizon)
-        done = call(n_timesteps=target - progress["timestep"], initial_state=state)
-        state = done["state"]
-        add_evaluations(progress, done["evaluations"])
-        progress["target"] = target
-        progress["timestep"] = int(np.asarray(state.collector_state.timestep).reshape(-1)[0])
-        progress["chunks"] += 1
-        progress["timing"]["minutes"] = minutes()
-        clock.chunk_done(done["timing"]["exec_s"], progress["timing"]["compile_s"] - compiled_before)
-        if checkpoint_dir is not None:
-            save_checkpoint(state, state_path, agent=agent)
-            write_json(progress_path, progress)
-            print(
-                f"{agent_name} {task.name}: chunk {progress['chunks']} to {progress['timestep'] * repeat:,} env "
-                f"steps, {done['timing']['first_call_s']:.1f} s",
-                flush=True,
-            )
+    state = train_in_chunks(
+        call,
+        progress,
+        horizon,
+        every,
+        clock,
+        checkpoint,
+        agent,
+        record,
+        f"{agent_name} {task.name}",
+        scale=repeat,
+        unit="env steps",
+    )
+    if state is None:
+        return None
     return full_row(task, agent_name, settings, env_steps, progress)
 
 
@@ -534,7 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in args.tasks:
             identity = run_identity(args.agent, name, settings, args.seeds, args.env_steps, args.eval_every)
             try:
-                progress[name] = read_progress(checkpoint_paths(args.checkpoint_dir, args.agent, name)[1], identity)
+                progress[name] = read_progress(
+                    checkpoint_paths(args.checkpoint_dir, args.agent, name)[1], identity, FLAGS
+                )
             except CheckpointMismatchError as error:
                 raise SystemExit(f"dmc_rows.py: {error}") from error
     for name in args.tasks:

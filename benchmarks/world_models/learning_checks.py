@@ -52,6 +52,9 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder's shared modules
+
+from chunks import Checkpoint, CheckpointMismatchError, Chunk, Clock, fresh_progress, read_progress, train_in_chunks  # noqa: E402
 
 from ajax import DreamerV3  # noqa: E402
 from ajax._compile_cache import cpu_model  # noqa: E402
@@ -124,67 +127,74 @@ def window_means(timesteps: np.ndarray, returns: np.ndarray, window: tuple[int, 
     return returns[:, inside].mean(axis=1)
 
 
-def train_in_chunks(
-    agent: DreamerV3, identity: dict[str, Any], stem: Path, minutes: float | None
-) -> tuple[Any, dict[str, np.ndarray], float] | None:
-    """The run `identity` describes, trained one evaluation period a call, its state checkpointed
-    at `stem`.ckpt and its evaluations and seconds kept in `stem`.json after each call, so that a
-    run longer than an accelerator's call limit spans several commands; the resume contract
-    makes the calls one run. Returns the state, the evaluations as one call returns them (seeds
-    by evaluations) and the seconds of the training calls of every command together; None when
-    `minutes` ran out first.
-    """
-    from ajax.checkpoint import restore_into, save_checkpoint, write_atomically
+# What a checkpoint was made with, and the flags that set each.
+FLAGS = {
+    "check": "--check",
+    "settings": "the settings' flags (--n-envs, --train-ratio, ..., --buffer-size)",
+    "seeds": "--seeds or --first-seed",
+    "n_timesteps": "--timesteps",
+    "eval_every": "--eval-every",
+    "num_episode_test": "--num-episode-test",
+}
 
-    seeds, horizon = identity["seeds"], identity["n_timesteps"]
-    ckpt, progress_path = stem.with_suffix(".ckpt"), stem.with_suffix(".json")
+
+def train(
+    agent: DreamerV3, identity: dict[str, Any], checkpoint_dir: Path | None, minutes: float | None
+) -> tuple[Any, dict[str, np.ndarray], float] | None:
+    """The run `identity` describes: one call, or with `checkpoint_dir` one evaluation period a
+    call, checkpointed there (`benchmarks/world_models/chunks.py`) so that a run longer than an
+    accelerator's call limit spans several commands. Returns the state, the evaluations as one
+    call returns them (seeds by evaluations) and the seconds of the training calls of every
+    command together; None when `minutes` ran out first.
+    """
     identity = json.loads(json.dumps(identity))  # as the progress file reads it back
-    progress = {"identity": identity, "timestep": 0, "target": 0, "seconds": 0.0, "evaluations": {}}
-    if progress_path.is_file():
-        progress = json.loads(progress_path.read_text())
-        if progress["identity"] != identity:
-            raise SystemExit(
-                f"{progress_path} was made with other settings ({progress['identity']}) than these ({identity}): "
-                "run the command it was made with, or give another --checkpoint-dir."
-            )
+    checkpoint, progress = None, None
+    if checkpoint_dir is not None:
+        checkpoint = Checkpoint(
+            checkpoint_dir / f"{identity['check']}.ckpt", checkpoint_dir / f"{identity['check']}.json"
+        )
+        try:
+            progress = read_progress(checkpoint.progress, identity, FLAGS)
+        except CheckpointMismatchError as error:
+            raise SystemExit(f"learning_checks.py: {error}") from error
+    progress = progress or fresh_progress(identity, seconds=0.0, evaluations={})
     options = {
-        "seed": seeds,
-        "total_timesteps": horizon,
+        "seed": identity["seeds"],
+        "total_timesteps": identity["n_timesteps"],
         "num_episode_test": identity["num_episode_test"],
         "logging_config": LoggingConfig(log_frequency=identity["eval_every"]),
     }
-    started, last_call = time.perf_counter(), 0.0
-    state = None
-    if progress["timestep"]:
-        with warnings.catch_warnings():  # the skeleton's empty call evaluates nothing, as it should
-            warnings.simplefilter("ignore", UserWarning)
-            skeleton, _ = agent.train(n_timesteps=0, **options)
-        state = restore_into(skeleton, ckpt, agent=agent)
-    # Each call is asked to reach the next target from where the state stands: a call runs
-    # whole env steps, so the state may stop short of its target, and the calls together then
-    # step exactly as the one call to the horizon would (which stops short of it too).
-    while progress["target"] < horizon:
-        if minutes is not None and last_call and time.perf_counter() - started + last_call > 60 * minutes:
-            print(f"stopped at row {progress['timestep']:,} of {horizon:,}; rerun to resume from {ckpt}", flush=True)
-            return None
-        call_started = time.perf_counter()
-        target = min(progress["target"] + identity["eval_every"], horizon)
-        state, evaluations = agent.train(n_timesteps=target - progress["timestep"], initial_state=state, **options)
+
+    def call(**kwargs: Any) -> Chunk:
+        began = time.perf_counter()
+        with warnings.catch_warnings():
+            if kwargs["n_timesteps"] == 0:  # the skeleton's empty call evaluates nothing, as it should
+                warnings.simplefilter("ignore", UserWarning)
+            state, evaluations = agent.train(**options, **kwargs)
         jax.block_until_ready(state)
-        filled = np.asarray(evaluations["timestep"])[0] >= 0
-        for name, values in evaluations.items():
-            kept = progress["evaluations"].setdefault(name, [[] for _ in seeds])
+        return Chunk(state, evaluations, time.perf_counter() - began)
+
+    def record(progress: dict[str, Any], chunk: Chunk) -> None:
+        filled = np.asarray(chunk.evaluations["timestep"])[0] >= 0
+        for name, values in chunk.evaluations.items():
+            kept = progress["evaluations"].setdefault(name, [[] for _ in identity["seeds"]])
             for seed, row in zip(kept, np.asarray(values)[:, filled].tolist(), strict=True):
                 seed += row
-        last_call = time.perf_counter() - call_started
-        progress["timestep"] = int(np.asarray(state.collector_state.timestep).reshape(-1)[0])
-        progress["target"] = target
-        progress["seconds"] += last_call
-        saving = time.perf_counter()
-        save_checkpoint(state, ckpt, agent=agent)
-        write_atomically(progress_path, json.dumps(progress).encode())
-        saved = time.perf_counter() - saving
-        print(f"row {progress['timestep']:,} of {horizon:,}: call {last_call:.1f} s, saved {saved:.1f} s", flush=True)
+        progress["seconds"] += chunk.exec_s
+
+    state = train_in_chunks(
+        call,
+        progress,
+        identity["n_timesteps"],
+        identity["eval_every"],
+        Clock(minutes),
+        checkpoint,
+        agent,
+        record,
+        identity["check"],
+    )
+    if state is None:
+        return None
     evaluations = {name: np.asarray(values) for name, values in progress["evaluations"].items()}
     return state, evaluations, progress["seconds"]
 
@@ -204,23 +214,12 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     settings["buffer_size"] = args.buffer_size or -(-n_timesteps // settings["n_envs"]) * settings["n_envs"]
     agent = DreamerV3(check.env_id, **settings)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-    started = time.perf_counter()
-    if args.checkpoint_dir is None:
-        state, evaluations = agent.train(
-            seed=seeds,
-            n_timesteps=n_timesteps,
-            num_episode_test=num_episode_test,
-            logging_config=LoggingConfig(log_frequency=eval_every),
-        )
-        jax.block_until_ready(state)
-        wall = time.perf_counter() - started
-    else:
-        identity = {"check": args.check, "settings": settings, "seeds": seeds, "n_timesteps": n_timesteps}
-        identity |= {"eval_every": eval_every, "num_episode_test": num_episode_test}
-        chunked = train_in_chunks(agent, identity, args.checkpoint_dir / args.check, args.minutes)
-        if chunked is None:
-            return None
-        state, evaluations, wall = chunked
+    identity = {"check": args.check, "settings": settings, "seeds": seeds, "n_timesteps": n_timesteps}
+    identity |= {"eval_every": eval_every, "num_episode_test": num_episode_test}
+    trained = train(agent, identity, args.checkpoint_dir, args.minutes)
+    if trained is None:
+        return None
+    state, evaluations, wall = trained
     timesteps, returns = np.asarray(evaluations["timestep"]), np.asarray(evaluations[RETURN])
     filled = timesteps[0] >= 0
     per_seed = window_means(timesteps, returns, window)
