@@ -1,4 +1,4 @@
-"""`take_rows` gathers a pytree's rows as per-leaf indexing does, with one gather per dtype."""
+"""`take_rows` gathers a pytree's rows as per-leaf indexing does, with one gather per packed group."""
 
 from __future__ import annotations
 
@@ -43,13 +43,13 @@ def test_equals_per_leaf_indexing():
     assert_same(take_rows(stacked, indices, axis=1), jax.tree.map(lambda x: x[:, indices], stacked))
 
 
-def test_vmapped_with_per_seed_indices_one_gather_per_dtype():
+def test_vmapped_with_per_seed_indices_one_gather_per_packed_group():
     keys = jax.random.split(jax.random.key(1), 3)
     trees = jax.vmap(mixed_tree)(keys)
     indices = jax.vmap(lambda k: jax.random.permutation(k, N))(jax.random.split(jax.random.key(2), 3))
     assert_same(jax.vmap(take_rows)(trees, indices), jax.vmap(per_leaf)(trees, indices))
-    # Four dtypes (f32, int32, bool, bf16): four gathers, where per-leaf indexing makes five.
-    assert gathers(jax.vmap(take_rows), trees, indices) == 4
+    # The f32 leaves with the one-element flag, the int32, the bf16: three gathers for five.
+    assert gathers(jax.vmap(take_rows), trees, indices) == 3
     assert gathers(jax.vmap(per_leaf), trees, indices) == 5
 
 
@@ -64,6 +64,14 @@ def test_an_index_exact_in_float_is_gathered_with_the_floats_and_keeps_its_dtype
     tree["action"] = tree["action"] + (1 << 24) - 100  # the largest integers float32 holds exactly
     index_in_float = frozenset({"action"})
     assert_same(take_rows(tree, indices, exact_in_float=index_in_float), per_leaf(tree, indices))
-    # f32 with the action, bool, bf16: three gathers for four.
-    assert gathers(lambda t, i: take_rows(t, i, exact_in_float=index_in_float), tree, indices) == 3
-    assert gathers(take_rows, tree, indices) == 4
+    # f32 with the flag and the action, bf16: two gathers for three.
+    assert gathers(lambda t, i: take_rows(t, i, exact_in_float=index_in_float), tree, indices) == 2
+    assert gathers(take_rows, tree, indices) == 3
+
+
+def test_a_weakly_typed_leaf_comes_back_with_its_values_strongly_typed():
+    tree = {"value": jnp.arange(N, dtype=jnp.float32), "bonus": jnp.arange(N) * 0.5}  # weak: an int times 0.5
+    assert jax.typeof(tree["bonus"]).weak_type
+    taken = take_rows(tree, jnp.arange(N)[::-1])
+    assert not jax.typeof(taken["bonus"]).weak_type and taken["bonus"].dtype == jnp.float32
+    assert np.array_equal(np.asarray(taken["bonus"]), np.asarray(tree["bonus"])[::-1])

@@ -14,12 +14,12 @@ dtype (an image's uint8) in an array of its own, unconverted.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 FLOAT = "float32"
@@ -36,7 +36,7 @@ class Slot:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=int))
+        return math.prod(self.shape)
 
 
 @dataclass(frozen=True)
@@ -51,17 +51,18 @@ class Layout:
         """`exact_in_float`: the fields (dotted paths) whose values float32 holds exactly, such as
         a discrete action's index, stored among the floats whatever their dtype."""
         paths, treedef = jax.tree_util.tree_flatten_with_path(row)
-        leaves = [leaf for _, leaf in paths]
+        shapes = [tuple(leaf.shape) for _, leaf in paths]  # arrays or jax.ShapeDtypeStruct
         names = [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in paths]
-        dtypes = [jnp.dtype(leaf.dtype).name for leaf in leaves]
+        dtypes = [jnp.dtype(leaf.dtype).name for _, leaf in paths]
         widths: dict[str, int] = {}
         slots = []
-        for leaf, dtype, name in zip(leaves, dtypes, names, strict=True):
-            flag = dtype == "bool" and np.size(leaf) == 1
+        for shape, dtype, name in zip(shapes, dtypes, names, strict=True):
+            size = math.prod(shape)
+            flag = dtype == "bool" and size == 1
             group = FLOAT if (flag or name in exact_in_float) and FLOAT in dtypes else dtype
             start = widths.get(group, 0)
-            widths[group] = start + int(np.size(leaf))
-            slots.append(Slot(group, start, tuple(np.shape(leaf)), dtype))
+            widths[group] = start + size
+            slots.append(Slot(group, start, shape, dtype))
         return cls(treedef, tuple(slots))
 
     def pack(self, rows: Any) -> dict[str, jax.Array]:
