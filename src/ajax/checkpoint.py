@@ -10,14 +10,16 @@ leaves either the old checkpoint or the new one, never half of either.
 
 `restore_into(skeleton, path)` reads the header first and refuses a missing, empty,
 truncated or corrupted file, one saved by another agent or with another number of seeds,
-naming the path and the reason, before it parses any array. It then puts the saved arrays into a skeleton of the same
-structure (`agent.train(seed=seeds, n_timesteps=0)` returns one), checking every field by
-name: a field the checkpoint holds but the class no longer has restores only if the class
-lists it in `removed_fields`; a field the class gained restores as NaN only if it is listed
-in `added_fields`. A replay's arrays keep the capacity they were saved with (a skeleton's
-is allocated for its own call's horizon; `train` grows or keeps a restored one). Any other
-mismatch, of a field, a shape or a dtype, fails with the
-field's path, before anything is trained on a wrong state; given the agent, the message
+naming the path and the reason, before it parses any array. It then puts the saved arrays
+into a skeleton of the same structure (`agent.train(seed=seeds, n_timesteps=0)` returns
+one), checking every field by name: a field the checkpoint holds but the class no longer has
+restores only if the class lists it in `removed_fields`; a field the class gained restores
+as NaN only if it is listed in `added_fields`; a class whose saved form changed wholesale
+reads its older form in a `graft_saved(saved, graft)` method (a packed replay reads one
+saved an array per field). A replay's arrays keep the capacity they were saved with (a
+skeleton's is allocated for its own call's horizon; `train` grows or keeps a restored one).
+Any other mismatch, of a field, a shape or a dtype, fails with the field's path, before
+anything is trained on a wrong state; given the agent, the message
 first names each setting it was built with differently from the saving agent (n_envs, a
 layer size, memory), the likely cause.
 """
@@ -38,7 +40,6 @@ import numpy as np
 from flax import serialization
 
 from ajax.buffers.growth import capacity_axis, is_replay
-from ajax.buffers.packed import PackedRows
 
 if TYPE_CHECKING:
     from ajax.agents.base import ActorCritic
@@ -259,8 +260,11 @@ def _graft_fields(template: Any, saved: Any, where: str) -> Any:
     names = _fields(template)
     if not isinstance(saved, dict):
         raise ValueError(f"Checkpoint field {where} is not a {cls.__name__}.")
-    if isinstance(template, PackedRows) and "groups" not in saved:  # a replay saved before it packed its rows
-        return template.like(_graft(template.unpacked(), saved, where))
+    older_form = getattr(template, "graft_saved", None)  # a class that reads a form it was saved in before
+    if older_form is not None:
+        grafted = older_form(saved, lambda node, value: _graft(node, value, where))
+        if grafted is not None:
+            return grafted
     removed = getattr(cls, "removed_fields", frozenset())
     added = getattr(cls, "added_fields", frozenset())
     unknown = sorted(set(saved) - set(names) - removed)

@@ -15,6 +15,7 @@ dtype (an image's uint8) in an array of its own, unconverted.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +106,14 @@ class PackedRows:
 
     def unpacked(self) -> Any:
         return self.layout.unpack(self.groups)
+
+    def graft_saved(self, saved: dict[str, Any], graft: Callable[[Any, Any], Any]) -> PackedRows | None:
+        """For `ajax.checkpoint`: a replay saved before rows were packed (one array per field) as
+        this one, its fields grafted onto these rows unpacked and packed again; None for a replay
+        saved packed, which grafts as any other node."""
+        if "groups" in saved:
+            return None
+        return self.like(graft(self.unpacked(), saved))
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_") or name in ("groups", "layout"):
