@@ -1,0 +1,100 @@
+"""benchmarks/world_models/chunks.py: a run in calls of an evaluation period steps as its one call does."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from tests.benchmark_scripts import load_benchmark
+
+chunks = load_benchmark("world_models/chunks")
+
+ROWS_A_STEP = 4  # a call runs whole env steps of this many rows, as an agent with 4 env copies
+
+
+def state_at(timestep: int) -> SimpleNamespace:
+    return SimpleNamespace(collector_state=SimpleNamespace(timestep=np.array([timestep, timestep])))
+
+
+def fake_call(calls: list[int]):
+    """`train` as the loop counts it: a call from t asked for n rows runs (t + n) // 4 - t // 4 steps."""
+
+    def call(n_timesteps: int, initial_state: SimpleNamespace | None = None) -> chunks.Chunk:
+        start = 0 if initial_state is None else int(initial_state.collector_state.timestep[0])
+        calls.append(n_timesteps)
+        assert len(calls) < 50, "the run keeps calling train"
+        steps = (start + n_timesteps) // ROWS_A_STEP - start // ROWS_A_STEP
+        return chunks.Chunk(state_at(start + steps * ROWS_A_STEP), {}, exec_s=0.0)
+
+    return call
+
+
+def no_record(progress, chunk) -> None:
+    del progress, chunk
+
+
+@pytest.fixture
+def saved(monkeypatch):
+    """States kept in a dict, their files empty (the engine imports ajax.checkpoint's functions at call time)."""
+    import ajax.checkpoint
+
+    store = {}
+
+    def save(state, path, agent=None):
+        store[path] = state
+        path.touch()
+
+    monkeypatch.setattr(ajax.checkpoint, "save_checkpoint", save)
+    monkeypatch.setattr(ajax.checkpoint, "restore_into", lambda skeleton, path, agent=None: store[path])
+    return store
+
+
+def test_the_calls_end_where_the_one_call_ends_though_a_target_is_not_a_whole_step(tmp_path, saved, capsys):
+    """Horizon 10 in periods of 3 with steps of 4 rows: the one call stops at 8; the chunked run asks
+    for 3, 6, 5 and 2 rows (the first and last run no step) and stops there too, not asking forever."""
+    horizon, every = 10, 3
+    whole = fake_call([])(n_timesteps=horizon).state.collector_state.timestep[0]
+    calls: list[int] = []
+    checkpoint = chunks.Checkpoint(tmp_path / "run.ckpt", tmp_path / "run.json")
+    progress = chunks.fresh_progress({"run": "test"})
+    state = chunks.train_in_chunks(
+        fake_call(calls), progress, horizon, every, chunks.Clock(None), checkpoint, None, no_record, "test"
+    )
+    assert state.collector_state.timestep[0] == whole == 8
+    assert calls == [3, 6, 5, 2]
+    assert progress["target"] == horizon and progress["timestep"] == 8 and progress["chunks"] == 4
+    assert "chunk 4 to 8 rows" in capsys.readouterr().out
+
+
+def test_a_stopped_run_resumes_from_its_checkpoint_and_refuses_a_mismatched_one(tmp_path, saved, capsys):
+    checkpoint = chunks.Checkpoint(tmp_path / "run.ckpt", tmp_path / "run.json")
+    identity = {"run": "test", "seeds": [0, 1]}
+    progress = chunks.fresh_progress(identity)
+    clock = chunks.Clock(0)  # one chunk a command
+    calls: list[int] = []
+    assert chunks.train_in_chunks(fake_call(calls), progress, 12, 4, clock, checkpoint, None, no_record, "t") is None
+    assert calls == [4] and "stopped at 4 of 12 rows" in capsys.readouterr().out
+
+    resumed = chunks.read_progress(checkpoint.progress, identity, {"run": "--run", "seeds": "--seeds"})
+    assert resumed == progress
+    state = chunks.train_in_chunks(
+        fake_call(calls),
+        resumed,
+        12,
+        4,
+        chunks.Clock(None),
+        checkpoint,
+        None,
+        no_record,
+        "t",
+        scale=2,
+        unit="env steps",
+    )
+    assert state.collector_state.timestep[0] == 12 and calls == [4, 0, 4, 4]  # the skeleton's empty call, then two
+    assert "resumed at 8 env steps" in capsys.readouterr().out
+
+    with pytest.raises(chunks.CheckpointMismatchError, match="--seeds"):
+        chunks.read_progress(
+            checkpoint.progress, {"run": "test", "seeds": [0, 1, 2]}, {"run": "--run", "seeds": "--seeds"}
+        )
