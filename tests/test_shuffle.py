@@ -75,3 +75,13 @@ def test_a_weakly_typed_leaf_comes_back_with_its_values_strongly_typed():
     taken = take_rows(tree, jnp.arange(N)[::-1])
     assert not jax.typeof(taken["bonus"]).weak_type and taken["bonus"].dtype == jnp.float32
     assert np.array_equal(np.asarray(taken["bonus"]), np.asarray(tree["bonus"])[::-1])
+
+
+def test_prng_keys_are_gathered_apart_as_keys():
+    keys = jax.random.split(jax.random.key(4), N)
+    tree = {"key": keys, "value": jnp.arange(N, dtype=jnp.float32)}
+    indices = jnp.arange(N)[::-1]
+    taken = take_rows(tree, indices)
+    assert jax.dtypes.issubdtype(taken["key"].dtype, jax.dtypes.prng_key)
+    assert np.array_equal(np.asarray(jax.random.key_data(taken["key"])), np.asarray(jax.random.key_data(keys[indices])))
+    assert np.array_equal(np.asarray(taken["value"]), np.arange(N)[::-1])

@@ -54,7 +54,7 @@ class Layout:
         paths, treedef = jax.tree_util.tree_flatten_with_path(row)
         shapes = [tuple(leaf.shape) for _, leaf in paths]  # arrays or jax.ShapeDtypeStruct
         names = [jax.tree_util.keystr(path, simple=True, separator=".") for path, _ in paths]
-        dtypes = [jnp.dtype(leaf.dtype).name for _, leaf in paths]
+        dtypes = [str(leaf.dtype) for _, leaf in paths]  # "float32", "uint8", a PRNG key's "key<fry>"
         widths: dict[str, int] = {}
         slots = []
         for shape, dtype, name in zip(shapes, dtypes, names, strict=True):
@@ -74,7 +74,8 @@ class Layout:
         columns: dict[str, list[jax.Array]] = {}
         for leaf, slot in zip(leaves, self.slots, strict=True):
             lead = jnp.shape(leaf)[: jnp.ndim(leaf) - len(slot.shape)]
-            columns.setdefault(slot.group, []).append(jnp.reshape(leaf, (*lead, slot.size)).astype(slot.group))
+            part = jnp.reshape(leaf, (*lead, slot.size))
+            columns.setdefault(slot.group, []).append(part if slot.group == slot.dtype else part.astype(slot.group))
         return {group: jnp.concatenate(parts, axis=-1) for group, parts in columns.items()}
 
     def unpack(self, groups: dict[str, Any]) -> Any:
@@ -82,7 +83,8 @@ class Layout:
         leaves = []
         for slot in self.slots:
             columns = groups[slot.group][..., slot.start : slot.start + slot.size]
-            leaves.append(columns.reshape((*columns.shape[:-1], *slot.shape)).astype(slot.dtype))
+            part = columns.reshape((*columns.shape[:-1], *slot.shape))
+            leaves.append(part if slot.group == slot.dtype else part.astype(slot.dtype))
         return jax.tree.unflatten(self.treedef, leaves)
 
 
