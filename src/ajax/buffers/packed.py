@@ -26,6 +26,12 @@ from flax import struct
 FLOAT = "float32"
 
 
+def index_action(continuous: bool) -> frozenset[str]:
+    """The `exact_in_float` of rows whose "action" is a discrete action's index (an integer below
+    the action count, which float32 holds exactly); none for a continuous action."""
+    return frozenset() if continuous else frozenset({"action"})
+
+
 @dataclass(frozen=True)
 class Slot:
     """Where one field of a row lies: columns [start, start + size) of the array `group`."""

@@ -16,7 +16,7 @@ import flashbax as fbx
 import jax
 import jax.numpy as jnp
 
-from ajax.buffers.packed import PackedRows
+from ajax.buffers.packed import PackedRows, index_action
 from ajax.environments.interaction import Transition
 from ajax.lockstep import lockstep
 from ajax.state import BaseAgentState, EnvironmentConfig
@@ -112,7 +112,7 @@ class ReplayBuffer:
         )
         # A discrete action is an index below action_dim, exact in float32: kept among the floats,
         # the sample is one gather (two on a TPU cost about twice one; `ajax.buffers.packed`).
-        return self._items.init(example, exact_in_float=frozenset() if env_args.continuous else frozenset({"action"}))
+        return self._items.init(example, exact_in_float=index_action(env_args.continuous))
 
     def add(self, state: BaseAgentState, transition: Transition) -> BaseAgentState:
         collector = state.collector_state

@@ -34,6 +34,7 @@ from ajax.agents.PPO.core import (
 )
 from ajax.agents.PPO.state import Initializer, PPOConfig, ProximalInitializers
 from ajax.agents.recurrent import NETWORKS, EvalMemory
+from ajax.buffers.packed import index_action
 from ajax.environments.interaction import Transition, init_collector
 from ajax.evaluate import EvalPolicy, PolicyCarry
 from ajax.extensions import ExtensionStack
@@ -395,7 +396,7 @@ class ProximalActorCritic:
     @property
     def index_actions(self) -> frozenset[str]:
         """A discrete action is an index, exact in float32: the shuffle gathers it with the floats."""
-        return frozenset() if self.env_args.continuous else frozenset({"action"})
+        return index_action(self.env_args.continuous)
 
     def minibatches(self, data: Minibatch, key: jax.Array) -> Minibatch:
         """The rollout's transitions shuffled into minibatches of `batch_size`."""

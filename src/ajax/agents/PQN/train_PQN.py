@@ -11,6 +11,7 @@ from ajax.agents.DQN.train_DQN import ValueAuxiliaries
 from ajax.agents.loop import RunSettings, TrainLoop, gradient_step
 from ajax.agents.PQN.core import q_lambda_returns
 from ajax.agents.PQN.state import PQNConfig
+from ajax.buffers.packed import index_action
 from ajax.environments.interaction import Transition, epsilon_greedy, explore_pipeline, init_collector
 from ajax.evaluate import greedy_q_evaluation
 from ajax.extensions import ExtensionStack
@@ -90,7 +91,7 @@ def make_train(
         def epoch(critic_state, key):
             permutation = jax.random.permutation(key, rollout_size)
             # the action's index, exact in float32, is gathered with the floats: one gather an epoch
-            shuffled = take_rows(flat, permutation, exact_in_float=frozenset({"action"}))
+            shuffled = take_rows(flat, permutation, exact_in_float=index_action(continuous=False))
             minibatches = jax.tree.map(lambda x: x.reshape(config.n_minibatches, batch_size, *x.shape[1:]), shuffled)
             return final_aux_scan(minibatch_step, critic_state, minibatches)
 
