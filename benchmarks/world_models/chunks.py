@@ -141,7 +141,7 @@ def train_in_chunks(
         skeleton = call(n_timesteps=0)
         compiled += skeleton.compile_s
         state = restore_into(skeleton.state, checkpoint.state, agent=agent)
-        at = int(_timestep(state))
+        at = _timestep(state)
         if at != progress["timestep"]:
             raise CheckpointMismatchError(
                 f"{checkpoint.state} holds a state at timestep {at}, its progress file {checkpoint.progress} one at "
@@ -162,7 +162,7 @@ def train_in_chunks(
         state = chunk.state
         record(progress, chunk)
         progress["target"] = target
-        progress["timestep"] = int(_timestep(state))
+        progress["timestep"] = _timestep(state)
         progress["chunks"] += 1
         compiled += chunk.compile_s
         clock.chunk_done(chunk.exec_s, compiled)
