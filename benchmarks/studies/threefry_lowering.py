@@ -1,0 +1,175 @@
+"""How much of a TPU program is JAX's random-number hash, and what rolling it up buys (issue 58).
+
+JAX lowers its threefry hash (`threefry2x32`, behind every split, fold and draw under the
+default generator) two ways: on the CPU as a loop of five steps of four rounds, elsewhere
+with the twenty rounds written out, inlined at every call site. The unrolled form is what a
+TPU compiles, and on PPO's run it is about half the module (the Performance page, "Random
+numbers are half of a TPU program"). Both forms compute the same bits: they are one
+sequence of 32-bit additions, rotations and exclusive ors.
+
+`--count` (any machine: JAX lowers for a TPU without one) lowers each run's program of
+`accelerator.py` for the TPU twice, JAX's lowering and the rolled one, and counts the
+StableHLO lines with every call inlined as XLA inlines them: all, the hash's, and its call
+sites. `--measure` (on a TPU) runs `accelerator.py`'s points in fresh processes under each
+lowering, its rows with a `threefry` field: does the smaller module compile faster, and
+does the loop cost the run's execution? Rows go to `--out`.
+
+    python benchmarks/studies/threefry_lowering.py --count --runs ppo sac --out runs/threefry.jsonl
+    python benchmarks/studies/threefry_lowering.py --measure --runs ppo --seeds 64 --out runs/threefry.jsonl
+
+The rolled lowering is registered here, in the study, from JAX's private modules: Ajax itself
+does not change how JAX lowers anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+BENCHMARKS = Path(__file__).resolve().parents[1]  # the shared modules: accelerator, provenance
+ROOT = BENCHMARKS.parent
+sys.path.insert(0, str(BENCHMARKS))
+
+LOWERINGS = ("unrolled", "rolled")
+FUNCTION = re.compile(r"^\s*func\.func (?:public |private )?@([\w.\-]+)")
+CALL = re.compile(r"call @([\w.\-]+)")
+HASH = "threefry2x32"  # the hash's out-of-line function, and its numbered copies
+
+
+def lower_threefry(form: str, platform: str = "tpu") -> None:
+    """Lower the threefry hash on `platform` in `form`: "rolled" as JAX lowers it on the CPU (a
+    five-step loop), "unrolled" as elsewhere. A program lowered before keeps its lowering."""
+    from jax._src.random import threefry2x32 as threefry  # private: a study may read JAX's internals
+    from jax.interpreters import mlir
+
+    rules = {"rolled": threefry._threefry2x32_cpu_lowering_rule, "unrolled": threefry._threefry2x32_lowering_rule}
+    mlir.register_lowering(threefry.threefry2x32_p, rules[form], platform=platform)
+
+
+def inlined_counts(module: str) -> dict[str, int]:
+    """A StableHLO module's lines with each call replaced by its callee's lines, as XLA inlines
+    them: all of them, the hash's, and how many times the hash is reached."""
+    lines: Counter[str] = Counter()
+    calls: dict[str, list[str]] = defaultdict(list)
+    function = None
+    for line in module.splitlines():
+        match = FUNCTION.match(line)
+        if match:
+            function = match[1]
+        elif function is not None and line.strip() not in ("", "}"):
+            lines[function] += 1
+            calls[function] += CALL.findall(line)
+
+    def is_hash(name: str) -> bool:
+        return name == HASH or name.startswith(HASH + "_")
+
+    @functools.cache
+    def reach(name: str) -> tuple[int, int, int]:
+        total, hashed, sites = lines[name], 0, 0
+        for callee in calls[name]:
+            below = reach(callee)
+            total, hashed, sites = total + below[0], hashed + below[1], sites + below[2]
+        if is_hash(name):  # the hash's loop body, when rolled, is its own
+            return total, total, 1
+        return total, hashed, sites
+
+    total, hashed, sites = reach("main")
+    return {"lines": total, "hash_lines": hashed, "hash_sites": sites}
+
+
+def run_program(name: str, n_seeds: int, scale: float) -> Any:
+    """The run program `accelerator.py`'s point compiles, traced at its state's shapes."""
+    import jax
+    import jax.numpy as jnp
+
+    from accelerator import RUNS, build, sweep_point
+
+    n_seeds, n_envs, n_timesteps = sweep_point(RUNS[name], "seeds", n_seeds, scale)
+    agent = build(RUNS[name], n_envs, n_timesteps)
+    run, _ = agent.run_settings(0, n_timesteps, 1, None, None)
+    one_seed = agent.get_make_train()(run=run)
+    keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)
+    iterations = jax.ShapeDtypeStruct((n_seeds,), jnp.int32)
+    return agent._program(one_seed).trace(keys, iterations, agent._skeleton(one_seed, run, n_seeds))
+
+
+def count(names: Sequence[str], n_seeds: int, scale: float) -> None:
+    """Print each run's TPU module's counts under this process's lowering."""
+    for name in names:
+        module = run_program(name, n_seeds, scale).lower(lowering_platforms=("tpu",)).as_text()
+        print(json.dumps({"run": name, "n_seeds": n_seeds, "lowered_for": "tpu", **inlined_counts(module)}), flush=True)
+
+
+def in_fresh_processes(task: str, names: Sequence[str], args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """`task`'s rows for each run under each lowering, in a fresh process apiece (JAX keeps a
+    program's lowering once made, so a lowering registered later would not reach it): a run's
+    two rows side by side, so that a call stopped by its time limit keeps whole pairs."""
+    until = time.time() + 60 * args.minutes
+    for name, lowering in itertools.product(names, LOWERINGS):
+        if time.time() > until:
+            return
+        command = [sys.executable, __file__, "--worker", task, lowering, name]
+        command += ["--seeds", *map(str, args.seeds), "--repeats", str(args.repeats)]
+        command += ["--budget-scale", str(args.budget_scale), "--until", str(until)]
+        env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCHMARKS), str(ROOT / "src"), env.get("PYTHONPATH")]))
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+        found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        if not found:
+            raise RuntimeError(f"{task} under the {lowering} lowering failed:\n{done.stderr[-3000:]}")
+        yield from ({**row, "threefry": lowering} for row in found)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--count", action="store_true", help="count the TPU module's lines under each lowering")
+    mode.add_argument("--measure", action="store_true", help="compile and run each point under each lowering")
+    mode.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)  # TASK LOWERING RUN...: one process's rows
+    parser.add_argument("--runs", nargs="+", default=["ppo"], help="accelerator.py's runs (default: ppo)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[64], help="seed counts (--count uses the first)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--budget-scale", type=float, default=0.25, help="as accelerator.py's (default: 0.25)")
+    parser.add_argument("--minutes", type=float, default=9.0, help="--measure starts no point after this")
+    parser.add_argument("--until", type=float, default=float("inf"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", type=Path, help="append the rows here")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.worker:
+        from accelerator import worker
+
+        task, lowering, *names = args.worker
+        lower_threefry(lowering)
+        for name in names:
+            if task == "count":
+                count([name], args.seeds[0], args.budget_scale)
+            else:
+                worker("ajax", name, "seeds", args.seeds, args.repeats, args.budget_scale, args.until)
+        return 0
+    from provenance import append_row, git_commit
+
+    commit = git_commit()
+    for row in in_fresh_processes("count" if args.count else "measure", args.runs, args):
+        row = {"commit": commit, **row}
+        print(json.dumps(row), flush=True)
+        if args.out is not None:
+            append_row(args.out, row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
