@@ -35,6 +35,15 @@ class Chunk:
     compile_s: float = 0.0
 
 
+def filled_per_seed(evaluations: Mapping[str, Any]) -> dict[str, list[list[Any]]]:
+    """A call's evaluations as lists of each seed's values, its unfilled slots (timestep -1, the
+    evaluations a call's window had no room to reach) left out."""
+    import numpy as np
+
+    filled = np.asarray(evaluations["timestep"])[0] >= 0
+    return {name: np.asarray(values)[:, filled].tolist() for name, values in evaluations.items()}
+
+
 def fresh_progress(identity: dict[str, Any], **records: Any) -> dict[str, Any]:
     """The progress of a run not yet started, with the script's own `records` beside it."""
     return {

@@ -83,7 +83,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/, for its shared modules
 sys.path.insert(0, str(HERE))  # and this folder's
 
-from chunks import Checkpoint, CheckpointMismatchError, Chunk, Clock, read_progress, train_in_chunks, write_json  # noqa: E402
+from chunks import (  # noqa: E402
+    Checkpoint,
+    CheckpointMismatchError,
+    Chunk,
+    Clock,
+    filled_per_seed,
+    read_progress,
+    train_in_chunks,
+    write_json,
+)
 from chunks import fresh_progress as fresh_run  # noqa: E402
 
 from brax_race import parse_overrides  # noqa: E402
@@ -241,17 +250,14 @@ def fresh_progress(identity: dict[str, Any]) -> dict[str, Any]:
 def add_evaluations(progress: dict[str, Any], evaluations: dict[str, Any]) -> None:
     """One call's evaluations onto the curve: their timesteps are the run's (absolute), and an
     unfilled slot (timestep -1) is no evaluation."""
-    import numpy as np
-
-    at, returns = np.asarray(evaluations["timestep"]), np.asarray(evaluations[RETURN])
-    filled = at[0] >= 0
+    filled = filled_per_seed({"timestep": evaluations["timestep"], RETURN: evaluations[RETURN]})
     curve = progress["curve"]
-    new = [int(t) for t in at[0][filled]]
+    new = [int(t) for t in filled["timestep"][0]]
     if curve["timestep"] and new and new[0] <= curve["timestep"][-1]:
         raise RuntimeError(f"A call evaluated at timesteps {new}, not past the curve's last, {curve['timestep'][-1]}.")
     curve["timestep"] += new
-    for seed, values in zip(curve["per_seed"], returns[:, filled], strict=True):
-        seed += [float(x) for x in values]
+    for seed, values in zip(curve["per_seed"], filled[RETURN], strict=True):
+        seed += values
 
 
 def add_timing(progress: dict[str, Any], timing: dict[str, Any]) -> None:

@@ -54,7 +54,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder's shared modules
 
-from chunks import Checkpoint, CheckpointMismatchError, Chunk, Clock, fresh_progress, read_progress, train_in_chunks  # noqa: E402
+from chunks import (  # noqa: E402
+    Checkpoint,
+    CheckpointMismatchError,
+    Chunk,
+    Clock,
+    filled_per_seed,
+    fresh_progress,
+    read_progress,
+    train_in_chunks,
+)
 
 from ajax import DreamerV3  # noqa: E402
 from ajax._compile_cache import cpu_model  # noqa: E402
@@ -175,10 +184,9 @@ def train(
         return Chunk(state, evaluations, time.perf_counter() - began)
 
     def record(progress: dict[str, Any], chunk: Chunk) -> None:
-        filled = np.asarray(chunk.evaluations["timestep"])[0] >= 0
-        for name, values in chunk.evaluations.items():
+        for name, per_seed in filled_per_seed(chunk.evaluations).items():
             kept = progress["evaluations"].setdefault(name, [[] for _ in identity["seeds"]])
-            for seed, row in zip(kept, np.asarray(values)[:, filled].tolist(), strict=True):
+            for seed, row in zip(kept, per_seed, strict=True):
                 seed += row
         progress["seconds"] += chunk.exec_s
 

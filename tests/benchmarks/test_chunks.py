@@ -98,3 +98,14 @@ def test_a_stopped_run_resumes_from_its_checkpoint_and_refuses_a_mismatched_one(
         chunks.read_progress(
             checkpoint.progress, {"run": "test", "seeds": [0, 1, 2]}, {"run": "--run", "seeds": "--seeds"}
         )
+
+
+def test_a_calls_unfilled_evaluation_slots_are_left_out_of_each_seeds_values():
+    evaluations = {
+        "timestep": np.array([[100, 200, -1], [100, 200, -1]]),  # two seeds, the third slot unreached
+        "return": np.array([[1.5, 2.5, 0.0], [3.5, 4.5, 0.0]]),
+    }
+    assert chunks.filled_per_seed(evaluations) == {
+        "timestep": [[100, 200], [100, 200]],
+        "return": [[1.5, 2.5], [3.5, 4.5]],
+    }
