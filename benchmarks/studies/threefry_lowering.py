@@ -7,14 +7,15 @@ TPU compiles, and on PPO's run it is about half the module (the Performance page
 numbers are half of a TPU program"). Both forms compute the same bits: they are one
 sequence of 32-bit additions, rotations and exclusive ors.
 
-`--count` (any machine: JAX lowers for a TPU without one) lowers each run's program of
-`accelerator.py` for the TPU twice, JAX's lowering and the rolled one, and counts the
-StableHLO lines with every call inlined as XLA inlines them: all, the hash's, and its call
-sites. `--measure` (on a TPU) runs `accelerator.py`'s points in fresh processes under each
-lowering, its rows with a `threefry` field: does the smaller module compile faster, and
-does the loop cost the run's execution? Rows go to `--out`.
+A run is one of `accelerator.py`'s (ppo, pqn, sac, dqn, pqn-minatar) or of the world models'
+`throughput.py` (dreamerv3-1m, dreamerv3-12m, tdmpc2-5m). `--count` (any machine: JAX lowers
+for a TPU without one) lowers each run's program for the TPU twice, JAX's lowering and the
+rolled one, and counts the StableHLO lines with every call inlined as XLA inlines them: all,
+the hash's, and its call sites. `--measure` (on a TPU) measures each run as its script does,
+in fresh processes under each lowering, its rows with a `threefry` field: does the smaller
+module compile faster, and does the loop cost the run's execution? Rows go to `--out`.
 
-    python benchmarks/studies/threefry_lowering.py --count --runs ppo sac --out runs/threefry.jsonl
+    python benchmarks/studies/threefry_lowering.py --count --runs ppo sac dreamerv3-1m --out runs/threefry.jsonl
     python benchmarks/studies/threefry_lowering.py --measure --runs ppo --seeds 64 --out runs/threefry.jsonl
 
 The rolled lowering is registered here, in the study, from JAX's private modules: Ajax itself
@@ -40,6 +41,7 @@ from typing import Any
 BENCHMARKS = Path(__file__).resolve().parents[1]  # the shared modules: accelerator, provenance
 ROOT = BENCHMARKS.parent
 sys.path.insert(0, str(BENCHMARKS))
+sys.path.insert(0, str(BENCHMARKS / "world_models"))  # throughput.py's runs
 
 LOWERINGS = ("unrolled", "rolled")
 FUNCTION = re.compile(r"^\s*func\.func (?:public |private )?@([\w.\-]+)")
@@ -88,15 +90,21 @@ def inlined_counts(module: str) -> dict[str, int]:
     return {"lines": total, "hash_lines": hashed, "hash_sites": sites}
 
 
-def run_program(name: str, n_seeds: int, scale: float) -> Any:
-    """The run program `accelerator.py`'s point compiles, traced at its state's shapes."""
+def run_program(name: str, args: argparse.Namespace) -> Any:
+    """The run program the run's script compiles, traced at its state's shapes."""
     import jax
     import jax.numpy as jnp
+    import throughput
 
     from accelerator import RUNS, build, sweep_point
+    from ajax.agents.registry import AGENTS
 
-    n_seeds, n_envs, n_timesteps = sweep_point(RUNS[name], "seeds", n_seeds, scale)
-    agent = build(RUNS[name], n_envs, n_timesteps)
+    if name in throughput.RUNS:
+        agent_name, env_id, kwargs = throughput.RUNS[name]
+        agent, n_seeds, n_timesteps = AGENTS[agent_name](env_id, **kwargs), args.seeds[0], args.warmup + args.steps
+    else:
+        n_seeds, n_envs, n_timesteps = sweep_point(RUNS[name], "seeds", args.seeds[0], args.budget_scale)
+        agent = build(RUNS[name], n_envs, n_timesteps)
     run, _ = agent.run_settings(0, n_timesteps, 1, None, None)
     one_seed = agent.get_make_train()(run=run)
     keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)
@@ -104,11 +112,22 @@ def run_program(name: str, n_seeds: int, scale: float) -> Any:
     return agent._program(one_seed).trace(keys, iterations, agent._skeleton(one_seed, run, n_seeds))
 
 
-def count(names: Sequence[str], n_seeds: int, scale: float) -> None:
-    """Print each run's TPU module's counts under this process's lowering."""
-    for name in names:
-        module = run_program(name, n_seeds, scale).lower(lowering_platforms=("tpu",)).as_text()
-        print(json.dumps({"run": name, "n_seeds": n_seeds, "lowered_for": "tpu", **inlined_counts(module)}), flush=True)
+def count(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The run's TPU module's counts under this process's lowering."""
+    module = run_program(name, args).lower(lowering_platforms=("tpu",)).as_text()
+    return {"run": name, "n_seeds": args.seeds[0], "lowered_for": "tpu", **inlined_counts(module)}
+
+
+def measure(name: str, args: argparse.Namespace) -> None:
+    """Print the run's rows as its script measures it, in this process."""
+    import throughput
+
+    from accelerator import worker
+
+    if name in throughput.RUNS:
+        print(json.dumps(throughput.measure(name, args.seeds[0], args.warmup, args.steps)), flush=True)
+    else:
+        worker("ajax", name, "seeds", args.seeds, args.repeats, args.budget_scale, args.until)
 
 
 def in_fresh_processes(task: str, names: Sequence[str], args: argparse.Namespace) -> Iterator[dict[str, Any]]:
@@ -120,8 +139,15 @@ def in_fresh_processes(task: str, names: Sequence[str], args: argparse.Namespace
         if time.time() > until:
             return
         command = [sys.executable, __file__, "--worker", task, lowering, name]
-        command += ["--seeds", *map(str, args.seeds), "--repeats", str(args.repeats)]
-        command += ["--budget-scale", str(args.budget_scale), "--until", str(until)]
+        command += [
+            "--seeds",
+            *map(str, args.seeds),
+            "--repeats",
+            str(args.repeats),
+            "--budget-scale",
+            str(args.budget_scale),
+        ]
+        command += ["--warmup", str(args.warmup), "--steps", str(args.steps), "--until", str(until)]
         env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCHMARKS), str(ROOT / "src"), env.get("PYTHONPATH")]))
         done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
@@ -136,11 +162,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--count", action="store_true", help="count the TPU module's lines under each lowering")
     mode.add_argument("--measure", action="store_true", help="compile and run each point under each lowering")
-    mode.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)  # TASK LOWERING RUN...: one process's rows
-    parser.add_argument("--runs", nargs="+", default=["ppo"], help="accelerator.py's runs (default: ppo)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[64], help="seed counts (--count uses the first)")
-    parser.add_argument("--repeats", type=int, default=1)
+    mode.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)  # TASK LOWERING RUN: one process's rows
+    parser.add_argument(
+        "--runs", nargs="+", default=["ppo"], help="accelerator.py's or throughput.py's runs (default: ppo)"
+    )
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", default=[64], help="seed counts (a world model and --count: the first)"
+    )
+    parser.add_argument("--repeats", type=int, default=1, help="as accelerator.py's")
     parser.add_argument("--budget-scale", type=float, default=0.25, help="as accelerator.py's (default: 0.25)")
+    parser.add_argument("--warmup", type=int, default=4_096, help="as throughput.py's (default: 4,096)")
+    parser.add_argument("--steps", type=int, default=2_048, help="as throughput.py's (default: 2,048)")
     parser.add_argument("--minutes", type=float, default=9.0, help="--measure starts no point after this")
     parser.add_argument("--until", type=float, default=float("inf"), help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help="append the rows here")
@@ -150,15 +182,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker:
-        from accelerator import worker
-
-        task, lowering, *names = args.worker
+        task, lowering, name = args.worker
         lower_threefry(lowering)
-        for name in names:
-            if task == "count":
-                count([name], args.seeds[0], args.budget_scale)
-            else:
-                worker("ajax", name, "seeds", args.seeds, args.repeats, args.budget_scale, args.until)
+        if task == "count":
+            print(json.dumps(count(name, args)), flush=True)
+        else:
+            measure(name, args)
         return 0
     from provenance import append_row, git_commit
 
