@@ -184,12 +184,12 @@ def _conv_flops(eqn: Any) -> float:
     return 2.0 * math.prod(eqn.outvars[0].aval.shape) * per_output
 
 
-def run_flops(agent: Any, n_seeds: int, n_timesteps: int) -> float:
-    """The matrix FLOPs of `agent`'s run of `n_timesteps` for `n_seeds` seeds, every iteration counted.
+def traced_run(agent: Any, n_seeds: int, n_timesteps: int) -> tuple[Any, Any]:
+    """`agent`'s run program for `n_seeds` seeds and `n_timesteps`, traced at its state's shapes
+    rather than run, and the one seed's train it vmaps.
 
-    The run program is the one `train` compiled (the agent keeps it), traced again at its
-    state's shapes rather than run; a benchmark may read those internals, Ajax promises
-    nothing about them.
+    The program is the one `train` compiles (the agent keeps it); a benchmark may read those
+    internals, Ajax promises nothing about them.
     """
     import jax
     import jax.numpy as jnp
@@ -198,7 +198,12 @@ def run_flops(agent: Any, n_seeds: int, n_timesteps: int) -> float:
     one_seed = agent.get_make_train()(run=run)
     keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)
     iterations = jax.ShapeDtypeStruct((n_seeds,), jnp.int32)
-    traced = agent._program(one_seed).trace(keys, iterations, agent._skeleton(one_seed, run, n_seeds))
+    return agent._program(one_seed).trace(keys, iterations, agent._skeleton(one_seed, run, n_seeds)), one_seed
+
+
+def run_flops(agent: Any, n_seeds: int, n_timesteps: int) -> float:
+    """The matrix FLOPs of `agent`'s run of `n_timesteps` for `n_seeds` seeds, every iteration counted."""
+    traced, one_seed = traced_run(agent, n_seeds, n_timesteps)
     return matmul_flops(traced.jaxpr, outer_trips=one_seed.n_iterations)
 
 

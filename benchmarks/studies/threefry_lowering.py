@@ -92,11 +92,9 @@ def inlined_counts(module: str) -> dict[str, int]:
 
 def run_program(name: str, args: argparse.Namespace) -> Any:
     """The run program the run's script compiles, traced at its state's shapes."""
-    import jax
-    import jax.numpy as jnp
     import throughput
 
-    from accelerator import RUNS, build, sweep_point
+    from accelerator import RUNS, build, sweep_point, traced_run
     from ajax.agents.registry import AGENTS
 
     if name in throughput.RUNS:
@@ -105,11 +103,7 @@ def run_program(name: str, args: argparse.Namespace) -> Any:
     else:
         n_seeds, n_envs, n_timesteps = sweep_point(RUNS[name], "seeds", args.seeds[0], args.budget_scale)
         agent = build(RUNS[name], n_envs, n_timesteps)
-    run, _ = agent.run_settings(0, n_timesteps, 1, None, None)
-    one_seed = agent.get_make_train()(run=run)
-    keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)
-    iterations = jax.ShapeDtypeStruct((n_seeds,), jnp.int32)
-    return agent._program(one_seed).trace(keys, iterations, agent._skeleton(one_seed, run, n_seeds))
+    return traced_run(agent, n_seeds, n_timesteps)[0]
 
 
 def count(name: str, args: argparse.Namespace) -> dict[str, Any]:
