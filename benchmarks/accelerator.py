@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -58,7 +57,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling benchmark modules, imported where needed
-ROOT = HERE.parent
 OUT = HERE / "accelerator.jsonl"
 SEEDS = (1, 8, 64, 256, 1024)
 ENVS = (4, 16, 64, 256, 1024, 4096)
@@ -356,11 +354,11 @@ def in_fresh_process(
 ) -> Iterator[dict[str, Any]]:
     """One worker process's rows as it prints them, so a run stopped at a time limit keeps what it measured.
     `prng` is JAX's random-number generator for the worker (`JAX_DEFAULT_PRNG_IMPL`), for either library."""
+    from workers import SOURCE, worker_env
+
     command = [python, __file__, "--worker", library, name, sweep, *map(str, sizes)]
     command += ["--repeats", str(repeats), "--budget-scale", str(scale), "--until", str(until)]
-    env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1", "JAX_DEFAULT_PRNG_IMPL": prng}
-    path = [str(HERE)] + ([str(ROOT / "src")] if library == "ajax" else [])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [*path, env.get("PYTHONPATH")]))
+    env = worker_env([HERE, SOURCE] if library == "ajax" else [HERE], JAX_DEFAULT_PRNG_IMPL=prng)
     with tempfile.TemporaryFile("w+") as errors:
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env) as worker_process:
             rows = 0

@@ -520,8 +520,9 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
 def in_fresh_process(job: dict[str, Any], timeout: float | None) -> dict[str, Any]:
     """One job in a new interpreter, Ajax's source first on the path and its compile cache off; a
     failure comes back as a row with its error."""
-    env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), str(ROOT / "src"), env.get("PYTHONPATH")]))
+    from workers import SOURCE, json_rows, worker_env
+
+    env = worker_env([HERE, SOURCE])
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
         json.dump(job, file)
     command = [sys.executable, __file__, "--worker", file.name]
@@ -531,10 +532,10 @@ def in_fresh_process(job: dict[str, Any], timeout: float | None) -> dict[str, An
         return {**job_fields(job), "error": f"timed out after {timeout:.0f} s (--minutes)"}
     finally:
         os.unlink(file.name)
-    rows = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    rows = json_rows(done.stdout)
     if done.returncode != 0 or not rows:
         return {**job_fields(job), "error": done.stderr.strip()[-2000:] or f"exit status {done.returncode}"}
-    return json.loads(rows[-1])
+    return rows[-1]
 
 
 def job_fields(job: dict[str, Any]) -> dict[str, Any]:

@@ -47,7 +47,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = Path(__file__).resolve().parent / "gymnasium_peers.jsonl"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the sibling benchmark modules, imported where needed
+OUT = HERE / "gymnasium_peers.jsonl"
 EPISODES = 10
 
 
@@ -172,14 +174,12 @@ def worker(library: str, run: str, seeds: list[int], calls: int = 2) -> dict[str
 
 
 def in_fresh_process(python: str, library: str, run: str, seeds: list[int], calls: int = 2) -> dict[str, Any]:
+    """One measurement in a new interpreter, so no compiled program or cache carries over."""
+    from workers import SOURCE, worker_env, worker_rows
+
     command = [python, __file__, "--worker", library, run, ",".join(map(str, seeds)), "--calls", str(calls)]
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "AJAX_NO_COMPILE_CACHE": "1"}
-    if library == "ajax":
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{library} {run} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    env = worker_env([SOURCE] if library == "ajax" else [], JAX_PLATFORMS="cpu")
+    return worker_rows(command, env, f"{library} {run}")[-1]
 
 
 def versions(python: str) -> dict[str, str]:

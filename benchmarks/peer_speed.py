@@ -33,14 +33,14 @@ import datetime as dt
 import json
 import os
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = Path(__file__).resolve().parent / "peer_speed.jsonl"
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # the sibling benchmark modules, imported where needed
+OUT = HERE / "peer_speed.jsonl"
 RUNS = ("ppo", "sac", "dqn")
 STEPS = {"ppo": 100_000, "sac": 20_000, "dqn": 20_000}
 LEARNING_STARTS = 1_000
@@ -138,24 +138,11 @@ def measure(library: str, run: str, repeats: int) -> dict[str, Any]:
 
 def in_fresh_process(python: str, library: str, run: str, repeats: int) -> dict[str, Any]:
     """One measurement in a new interpreter, so no compiled program or cache carries over."""
+    from workers import SOURCE, worker_env, worker_rows
+
     command = [python, __file__, "--worker", library, run, "--repeats", str(repeats)]
-    return worker_row(command, worker_env(ajax=library == "ajax"), f"{library} {run}")
-
-
-def worker_env(ajax: bool) -> dict[str, str]:
-    """A worker's environment: the CPU, Ajax's compile cache off, and for Ajax its source first on the path."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "AJAX_NO_COMPILE_CACHE": "1"}
-    if ajax:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
-    return env
-
-
-def worker_row(command: list[str], env: dict[str, str], label: str) -> dict[str, Any]:
-    """The JSON row a worker process prints last; its error output when it fails."""
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{label} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    env = worker_env([SOURCE] if library == "ajax" else [], JAX_PLATFORMS="cpu")
+    return worker_rows(command, env, f"{library} {run}")[-1]
 
 
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -185,7 +172,6 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def append_record(out: Path, rows: list[dict[str, Any]], table: list[dict[str, Any]], **settings: Any) -> dict:
     """One JSON line for the run (when, which commit, the machine, the settings, the summary, every
     row) appended to `out`; returned."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from agent_bench import cpu_model, git_commit
 
     record = {

@@ -28,9 +28,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 import warnings
@@ -41,7 +39,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling benchmark modules, imported where needed
-ROOT = HERE.parent
 
 
 @dataclass(frozen=True)
@@ -149,15 +146,12 @@ def measure_scenario(name: str, n_seeds: int, repeats: int, n_timesteps: int | N
 
 def in_fresh_process(name: str, n_seeds: int, repeats: int, n_timesteps: int | None) -> dict[str, Any]:
     """One measurement in a new interpreter, Ajax's source first on the path and its compile cache off."""
+    from workers import SOURCE, worker_env, worker_rows
+
     command = [sys.executable, __file__, name, "--worker", "--seeds", str(n_seeds), "--repeats", str(repeats)]
     if n_timesteps is not None:
         command += ["--timesteps", str(n_timesteps)]
-    env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{name} with {n_seeds} seeds failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return worker_rows(command, worker_env([SOURCE]), f"{name} with {n_seeds} seeds")[-1]
 
 
 def stamp(row: dict[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peer_speed import append_record, worker_env, worker_row  # noqa: E402
+from peer_speed import append_record  # noqa: E402
+from workers import SOURCE, worker_env, worker_rows  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "sbx_speed.jsonl"
 RUNS = {"sac-64": 64, "sac-256": 256}
@@ -99,14 +100,15 @@ def measure(library: str, run: str, steps: int, calls: int = 2) -> dict[str, Any
 def in_fresh_process(python: str, library: str, run: str, steps: int, cache: Path) -> dict[str, Any]:
     """One measurement in a new interpreter; for `ajax-warm`, a process of its own first fills `cache`
     with the run's programs (once: later rounds find them there)."""
-    env = worker_env(ajax=library.startswith("ajax"))
     command = [python, __file__, "--worker", library, run, "--steps", str(steps)]
     if library == "ajax-warm":
-        env.pop("AJAX_NO_COMPILE_CACHE")
-        env["AJAX_JAX_COMPILE_CACHE_DIR"] = str(cache / run)
+        cache_on = {"AJAX_NO_COMPILE_CACHE": "", "AJAX_JAX_COMPILE_CACHE_DIR": str(cache / run)}
+        env = worker_env([SOURCE], JAX_PLATFORMS="cpu", **cache_on)
         if not (cache / run).exists():
-            worker_row([*command, "--calls", "1"], env, f"filling the cache for {run}")
-    return worker_row(command, env, f"{library} {run}")
+            worker_rows([*command, "--calls", "1"], env, f"filling the cache for {run}")
+    else:
+        env = worker_env([SOURCE] if library == "ajax" else [], JAX_PLATFORMS="cpu")
+    return worker_rows(command, env, f"{library} {run}")[-1]
 
 
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -28,9 +28,7 @@ import argparse
 import functools
 import itertools
 import json
-import os
 import re
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -128,6 +126,8 @@ def in_fresh_processes(task: str, names: Sequence[str], args: argparse.Namespace
     """`task`'s rows for each run under each lowering, in a fresh process apiece (JAX keeps a
     program's lowering once made, so a lowering registered later would not reach it): a run's
     two rows side by side, so that a call stopped by its time limit keeps whole pairs."""
+    from workers import SOURCE, worker_env, worker_rows
+
     until = time.time() + 60 * args.minutes
     for name, lowering in itertools.product(names, LOWERINGS):
         if time.time() > until:
@@ -142,12 +142,7 @@ def in_fresh_processes(task: str, names: Sequence[str], args: argparse.Namespace
             str(args.budget_scale),
         ]
         command += ["--warmup", str(args.warmup), "--steps", str(args.steps), "--until", str(until)]
-        env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCHMARKS), str(ROOT / "src"), env.get("PYTHONPATH")]))
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-        found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        if not found:
-            raise RuntimeError(f"{task} under the {lowering} lowering failed:\n{done.stderr[-3000:]}")
+        found = worker_rows(command, worker_env([BENCHMARKS, SOURCE]), f"{task} under the {lowering} lowering")
         yield from ({**row, "threefry": lowering} for row in found)
 
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -34,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 BENCHMARKS = Path(__file__).resolve().parents[1]  # compile_spans, perf_bench, provenance
-ROOT = BENCHMARKS.parent
 GATE = {"n_envs": 16, "train_ratio": 512.0, "batch_size": 16, "batch_length": 64}
 RUNS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "dreamerv3-1m": ("DreamerV3", "CartPole-v1", {"model_size": "1m", **GATE}),
@@ -93,13 +90,11 @@ def measure(name: str, n_seeds: int, warmup: int, steps: int) -> dict[str, Any]:
 
 
 def in_fresh_process(name: str, n_seeds: int, warmup: int, steps: int) -> dict[str, Any]:
-    env = {**os.environ, "AJAX_NO_COMPILE_CACHE": "1"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCHMARKS), str(ROOT / "src"), env.get("PYTHONPATH")]))
+    sys.path.insert(0, str(BENCHMARKS))
+    from workers import SOURCE, worker_env, worker_rows
+
     command = [sys.executable, __file__, "--worker", name, str(n_seeds), str(warmup), str(steps)]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
-    return json.loads(next(line for line in done.stdout.splitlines() if line.startswith("{")))
+    return worker_rows(command, worker_env([BENCHMARKS, SOURCE]), name)[0]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
