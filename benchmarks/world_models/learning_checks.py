@@ -41,8 +41,6 @@ import json
 import os
 import platform
 import sys
-import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +67,7 @@ from ajax import DreamerV3  # noqa: E402
 from ajax._compile_cache import cpu_model  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 from intervals import iqm, iqm_interval, learning_summary  # noqa: E402
+from perf_bench import timed  # noqa: E402
 from provenance import append_row, git_commit, machine_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,20 +174,22 @@ def train(
     }
 
     def call(**kwargs: Any) -> Chunk:
-        began = time.perf_counter()
-        with warnings.catch_warnings():
-            if kwargs["n_timesteps"] == 0:  # the skeleton's empty call evaluates nothing, as it should
-                warnings.simplefilter("ignore", UserWarning)
-            state, evaluations = agent.train(**options, **kwargs)
-        jax.block_until_ready(state)
-        return Chunk(state, evaluations, time.perf_counter() - began)
+        """One `train` call, its compile apart from its execution (so a chunk's line says which)."""
+        outputs: dict[str, Any] = {}
+
+        def run() -> Any:
+            outputs["state"], outputs["evaluations"] = agent.train(**options, **kwargs)
+            return outputs["state"]
+
+        timing = timed(run, repeats=0)
+        return Chunk(outputs["state"], outputs["evaluations"], timing["exec_s"], timing["compile_spans_s"])
 
     def record(progress: dict[str, Any], chunk: Chunk) -> None:
         for name, per_seed in filled_per_seed(chunk.evaluations).items():
             kept = progress["evaluations"].setdefault(name, [[] for _ in identity["seeds"]])
             for seed, row in zip(kept, per_seed, strict=True):
                 seed += row
-        progress["seconds"] += chunk.exec_s
+        progress["seconds"] += chunk.compile_s + chunk.exec_s
 
     state = train_in_chunks(
         call,
