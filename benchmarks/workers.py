@@ -32,10 +32,16 @@ def json_rows(text: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
 
 
-def worker_rows(command: Sequence[str], env: dict[str, str], label: str) -> list[dict[str, Any]]:
+def worker_rows(
+    command: Sequence[str], env: dict[str, str], label: str, timeout: float | None = None
+) -> list[dict[str, Any]]:
     """The rows of a worker that exits cleanly; a failure, or a worker that printed none, raises
-    with the end of its error output, naming the measurement `label`."""
-    done = subprocess.run(list(command), capture_output=True, text=True, env=env, check=False)
+    with the end of its error output, naming the measurement `label`; one still running after
+    `timeout` seconds is stopped and raises `TimeoutError`."""
+    try:
+        done = subprocess.run(list(command), capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as expired:
+        raise TimeoutError(f"{label} ran past {timeout:g} s") from expired
     rows = json_rows(done.stdout)
     if done.returncode != 0 or not rows:
         raise RuntimeError(f"{label} failed (exit code {done.returncode}):\n{done.stderr[-3000:]}")

@@ -35,3 +35,8 @@ def test_a_worker_that_fails_or_prints_no_row_raises_with_its_error_output():
         workers.worker_rows(failing, dict(os.environ), "crashing")
     with pytest.raises(RuntimeError, match=r"silent failed \(exit code 0\)"):
         workers.worker_rows([sys.executable, "-c", "print('no rows')"], dict(os.environ), "silent")
+
+
+def test_a_worker_past_its_time_is_stopped_and_says_so():
+    with pytest.raises(TimeoutError, match="sleeper ran past 0.5 s"):
+        workers.worker_rows([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), "sleeper", 0.5)
