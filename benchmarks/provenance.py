@@ -48,3 +48,10 @@ def append_row(path: Path, row: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as file:
         file.write(json.dumps(row) + "\n")
+
+
+def report_row(row: dict[str, Any], out: Path | None) -> None:
+    """`row` printed as one JSON line, and appended to `out` where one is given."""
+    print(json.dumps(row), flush=True)
+    if out is not None:
+        append_row(out, row)

@@ -103,13 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         worker(args.worker[0], int(args.worker[1]), int(args.worker[2]))
         return 0
     sys.path.insert(0, str(BENCHMARKS))
-    from provenance import append_row, git_commit
+    from provenance import git_commit, report_row
 
     for n_seeds in args.seeds:
-        row = {"commit": git_commit(), **measure(args.run, n_seeds, args.steps)}
-        print(json.dumps(row), flush=True)
-        if args.out:
-            append_row(args.out, row)
+        report_row({"commit": git_commit(), **measure(args.run, n_seeds, args.steps)}, args.out)
     return 0
 
 

@@ -128,12 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.worker is not None:
         print(json.dumps(measure(*args.worker, args.warmup, args.rows, args.settings)), flush=True)
         return 0
-    from provenance import append_row
+    from provenance import report_row
 
     for row in in_fresh_processes(args):
-        print(json.dumps(row), flush=True)
-        if args.out is not None:
-            append_row(args.out, row)
+        report_row(row, args.out)
     return 0
 
 

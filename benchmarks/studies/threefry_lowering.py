@@ -178,14 +178,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             measure(name, args)
         return 0
-    from provenance import append_row, git_commit
+    from provenance import git_commit, report_row
 
     commit = git_commit()
     for row in in_fresh_processes("count" if args.count else "measure", args.runs, args):
-        row = {"commit": commit, **row}
-        print(json.dumps(row), flush=True)
-        if args.out is not None:
-            append_row(args.out, row)
+        report_row({"commit": commit, **row}, args.out)
     return 0
 
 
