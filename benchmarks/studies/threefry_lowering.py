@@ -19,7 +19,11 @@ module compile faster, and does the loop cost the run's execution? Rows go to `-
     python benchmarks/studies/threefry_lowering.py --measure --runs ppo --seeds 64 --out runs/threefry.jsonl
 
 The rolled lowering is registered here, in the study, from JAX's private modules: Ajax itself
-does not change how JAX lowers anything.
+does not change how JAX lowers anything. Measured on one TPU v5e chip (2026-12-07, code at
+34ef419, rows in benchmarks/studies/threefry_lowering.jsonl), the rolled form shortens XLA's
+compile by 2.6 to 4.1 s at 64 seeds (PPO 13.0 to 10.4 s) and by 5.6 and 11.9 s for DreamerV3
+and TD-MPC2, and slows execution 1.3 to 3.5 times (PPO 7.32M to 2.12M steps a second): a
+loop on the TPU does not fuse with the arithmetic around the draw, so JAX's lowering stays.
 """
 
 from __future__ import annotations
