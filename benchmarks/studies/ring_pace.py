@@ -13,7 +13,8 @@ while DreamerV3 still writes its trained latents back at each seed's own sampled
 This study holds the gate's settings and horizon (the 1m model, 16 envs, 16 x 64 sequences,
 train ratio 512, 24,000 rows) and varies the seeds and `buffer_size`: each configuration in a
 fresh process, a first call to `--warmup` rows (training starts at 2,048), then a timed call
-of `--rows` more, its updates a second. `--source` runs another checkout's Ajax in the
+of `--rows` more, its updates a second; `--eval-every` compiles and runs the gate's evaluations
+too (the program the gate runs). `--source` runs another checkout's Ajax in the
 workers (its `src` folder), to set a commit beside another on the same chip. A worker past
 `--limit` seconds is stopped and its row says so.
 
@@ -39,25 +40,30 @@ HORIZON = 24_000  # the gate's rows a seed
 GATE = {"model_size": "1m", "n_envs": 16, "train_ratio": 512.0, "batch_size": 16, "batch_length": 64}
 
 
-def measure(n_seeds: int, buffer_size: int, warmup: int, rows: int, settings: dict[str, Any]) -> dict[str, Any]:
-    """One configuration: the timed call's updates a second, after a first call to `warmup` rows."""
+def measure(
+    n_seeds: int, buffer_size: int, warmup: int, rows: int, settings: dict[str, Any], eval_every: int | None = None
+) -> dict[str, Any]:
+    """One configuration: the timed call's updates a second, after a first call to `warmup` rows;
+    with `eval_every`, the gate's evaluations (10 episodes) compiled into the program and run."""
     import jax
     import numpy as np
 
     from ajax import DreamerV3
+    from ajax.logging.wandb_logging import LoggingConfig
 
     agent = DreamerV3("CartPole-v1", **settings, buffer_size=buffer_size)
+    logged = {"logging_config": None if eval_every is None else LoggingConfig(log_frequency=eval_every)}
 
     def updates(state: Any) -> int:
         return int(np.asarray(state.n_updates).reshape(-1)[0])
 
     began = time.perf_counter()
-    state, _ = agent.train(seed=list(range(n_seeds)), n_timesteps=warmup, total_timesteps=HORIZON)
+    state, _ = agent.train(seed=list(range(n_seeds)), n_timesteps=warmup, total_timesteps=HORIZON, **logged)
     jax.block_until_ready(state)
     first_call_s = time.perf_counter() - began
     before = updates(state)
     began = time.perf_counter()
-    state, _ = agent.train(initial_state=state, n_timesteps=rows, total_timesteps=HORIZON)
+    state, _ = agent.train(initial_state=state, n_timesteps=rows, total_timesteps=HORIZON, **logged)
     jax.block_until_ready(state)
     timed_s = time.perf_counter() - began
     made = updates(state) - before
@@ -67,6 +73,7 @@ def measure(n_seeds: int, buffer_size: int, warmup: int, rows: int, settings: di
         "buffer_size": buffer_size,
         "ring_rows_per_env": int(ring),
         "settings": settings,
+        "eval_every": eval_every,
         "first_call_s": round(first_call_s, 2),
         "timed_s": round(timed_s, 3),
         "updates": made,
@@ -103,6 +110,7 @@ def configuration(n_seeds: int, buffer_size: int, args: argparse.Namespace, env:
 
     command = [sys.executable, __file__, "--worker", str(n_seeds), str(buffer_size)]
     command += ["--warmup", str(args.warmup), "--rows", str(args.rows), "--settings", json.dumps(args.settings)]
+    command += [] if args.eval_every is None else ["--eval-every", str(args.eval_every)]
     try:
         return worker_rows(command, env, f"{n_seeds} seeds, buffer_size {buffer_size}", timeout=args.limit)[-1]
     except TimeoutError:
@@ -118,6 +126,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit", type=float, default=150.0, help="seconds a configuration may take (default: 150)")
     parser.add_argument("--source", type=Path, help="another checkout's src folder, for its Ajax in the workers")
     parser.add_argument("--settings", type=json.loads, default=GATE, help="DreamerV3's keywords (default: the gate's)")
+    parser.add_argument("--eval-every", type=int, help="evaluate every this many rows, as the gate (1000) does")
     parser.add_argument("--out", type=Path, help="append the rows here as JSON lines")
     parser.add_argument("--worker", nargs=2, type=int, metavar=("SEEDS", "BUFFER_SIZE"), help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -126,7 +135,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.worker is not None:
-        print(json.dumps(measure(*args.worker, args.warmup, args.rows, args.settings)), flush=True)
+        print(json.dumps(measure(*args.worker, args.warmup, args.rows, args.settings, args.eval_every)), flush=True)
         return 0
     from provenance import report_row
 

@@ -20,12 +20,12 @@ def test_a_configuration_past_its_limit_gives_a_row_that_says_so(capsys):
 
 
 def test_the_timed_call_counts_the_updates_the_train_ratio_owes_on_the_ring_it_allocated(tmp_path):
-    args = ["--seeds", "2", "--buffer-sizes", "64", "--warmup", "32", "--rows", "32"]
+    args = ["--seeds", "2", "--buffer-sizes", "64", "--warmup", "32", "--rows", "32", "--eval-every", "48"]
     assert ring_pace.main([*args, "--settings", json.dumps(TINY), "--out", str(tmp_path / "rows.jsonl")]) == 0
     (row,) = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     # 32 rows at 8 replayed rows per collected row, in sequences of 2 x 4 rows: one update per row.
     assert row["updates"] == 32 and row["ring_rows_per_env"] == 32
-    assert row["n_seeds"] == 2 and row["updates_per_s"] > 0 and "timed_out" not in row
+    assert row["n_seeds"] == 2 and row["eval_every"] == 48 and row["updates_per_s"] > 0 and "timed_out" not in row
 
 
 def test_another_checkouts_commit_is_read_from_its_archive_stamp(tmp_path):
