@@ -35,6 +35,23 @@ class Chunk:
     compile_s: float = 0.0
 
 
+def timed_chunk(train: Callable[[], tuple[Any, Mapping[str, Any]]]) -> tuple[Chunk, dict[str, Any]]:
+    """`train()` (one `train` call, returning its state and evaluations) as a chunk, its compile
+    apart from its execution, and the call's timing by compile stage (`perf_bench.timed`)."""
+    from perf_bench import timed
+
+    outputs: dict[str, Any] = {}
+
+    def run() -> Any:
+        outputs["state"], outputs["evaluations"] = train()
+        return outputs["state"]
+
+    timing = timed(run, repeats=0)
+    timing.pop("out")
+    chunk = Chunk(outputs["state"], outputs["evaluations"], timing["exec_s"], timing["compile_spans_s"])
+    return chunk, timing
+
+
 def filled_per_seed(evaluations: Mapping[str, Any]) -> dict[str, list[list[Any]]]:
     """A call's evaluations as lists of each seed's values, its unfilled slots (timestep -1, the
     evaluations a call's window had no room to reach) left out."""

@@ -90,6 +90,7 @@ from chunks import (  # noqa: E402
     Clock,
     filled_per_seed,
     read_progress,
+    timed_chunk,
     train_in_chunks,
     write_json,
 )
@@ -282,8 +283,6 @@ def train_task(
     the clock stopped it between chunks (its checkpoint and progress file kept in `checkpoint_dir`)."""
     from ajax import TDMPC2, DreamerV3
     from ajax.logging.wandb_logging import LoggingConfig
-    from compile_spans import CompileSpans
-    from perf_bench import timed
 
     started = time.perf_counter()
     repeat = settings["action_repeat"]
@@ -301,19 +300,11 @@ def train_task(
 
     def call(**kwargs: Any) -> Chunk:
         """One `train` call on every seed with the run's horizon and evaluations, timed by stage."""
-        outputs: dict[str, Any] = {}
-
-        def run() -> Any:
-            outputs["state"], outputs["evaluations"] = agent.train(
-                seed=seeds, total_timesteps=horizon, logging_config=logging_config, **kwargs
-            )
-            return outputs["state"]
-
-        with CompileSpans():
-            timing = timed(run, repeats=0)
-        timing.pop("out")
+        chunk, timing = timed_chunk(
+            lambda: agent.train(seed=seeds, total_timesteps=horizon, logging_config=logging_config, **kwargs)
+        )
         add_timing(progress, timing)
-        return Chunk(outputs["state"], outputs["evaluations"], timing["exec_s"], timing["compile_spans_s"])
+        return chunk
 
     def record(progress: dict[str, Any], chunk: Chunk) -> None:
         add_evaluations(progress, chunk.evaluations)

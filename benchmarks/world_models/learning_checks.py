@@ -60,6 +60,7 @@ from chunks import (  # noqa: E402
     filled_per_seed,
     fresh_progress,
     read_progress,
+    timed_chunk,
     train_in_chunks,
 )
 
@@ -67,7 +68,6 @@ from ajax import DreamerV3  # noqa: E402
 from ajax._compile_cache import cpu_model  # noqa: E402
 from ajax.logging.wandb_logging import LoggingConfig  # noqa: E402
 from intervals import iqm, iqm_interval, learning_summary  # noqa: E402
-from perf_bench import timed  # noqa: E402
 from provenance import append_row, git_commit, machine_name  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,14 +175,7 @@ def train(
 
     def call(**kwargs: Any) -> Chunk:
         """One `train` call, its compile apart from its execution (so a chunk's line says which)."""
-        outputs: dict[str, Any] = {}
-
-        def run() -> Any:
-            outputs["state"], outputs["evaluations"] = agent.train(**options, **kwargs)
-            return outputs["state"]
-
-        timing = timed(run, repeats=0)
-        return Chunk(outputs["state"], outputs["evaluations"], timing["exec_s"], timing["compile_spans_s"])
+        return timed_chunk(lambda: agent.train(**options, **kwargs))[0]
 
     def record(progress: dict[str, Any], chunk: Chunk) -> None:
         for name, per_seed in filled_per_seed(chunk.evaluations).items():

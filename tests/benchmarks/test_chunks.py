@@ -109,3 +109,20 @@ def test_a_calls_unfilled_evaluation_slots_are_left_out_of_each_seeds_values():
         "timestep": [[100, 200], [100, 200]],
         "return": [[1.5, 2.5], [3.5, 4.5]],
     }
+
+
+def test_a_timed_chunk_keeps_the_calls_outputs_and_times_its_compile_apart():
+    import jax
+    import jax.numpy as jnp
+
+    load_benchmark("perf_bench")  # the module timed_chunk imports, as the scripts find it
+    program = jax.jit(lambda x: x * 3.0)
+
+    def train():
+        return program(jnp.arange(4.0)), {"timestep": np.array([[8]])}
+
+    chunk, timing = chunks.timed_chunk(train)
+    np.testing.assert_array_equal(chunk.state, [0.0, 3.0, 6.0, 9.0])
+    assert chunk.evaluations["timestep"].tolist() == [[8]]
+    assert chunk.compile_s == timing["compile_spans_s"] > 0 and chunk.exec_s == timing["exec_s"] > 0
+    assert "out" not in timing and timing["exec_from"] == "first call less its compile spans"
