@@ -9,6 +9,9 @@ only the rows it writes (`replay_capacity`), so that short run's rings held 250 
 copy where the gate's hold 1,500: the ring's size was never the same in the two. Since
 d618dde the rings' row writes became one slice update over all the seeds (`ajax.lockstep`),
 while DreamerV3 still writes its trained latents back at each seed's own sampled rows.
+What the TPU answered (rows in ring_pace.jsonl): at five seeds the 1,500-row rings stalled
+only with both writes on the entries' ring; `row_collector.write_rows` now writes that leaf
+per seed.
 
 This study holds the gate's settings and horizon (the 1m model, 16 envs, 16 x 64 sequences,
 train ratio 512, 24,000 rows) and varies the seeds and `buffer_size`: each configuration in a

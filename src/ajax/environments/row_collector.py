@@ -135,8 +135,20 @@ def _write_slot(replay: Rows, rows: Rows, slot: jax.Array, lead: int) -> Rows:
 
 def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:
     """`rows` (n_envs, ...) into every env's ring at the slot of `tick`, in lock-step across seeds
-    (`ajax.lockstep`)."""
-    return _write_slot(replay, rows, tick % capacity(replay))
+    (`ajax.lockstep`), but for the entries.
+
+    The entries' ring is also written at each seed's own sampled rows (`write_entries`), a
+    scatter. Given a lock-step slice update as well, that ring stalled DreamerV3's run on a TPU
+    v5e (five seeds at 1,500 rows an env: not 512 updates in 130 s, against 31 a second with
+    the entries written as a scatter per seed, as both writes were before; 250 rows an env ran
+    at full pace either way: benchmarks/studies/ring_pace.py), so the entries keep one kind of write.
+    """
+    slot = tick % capacity(replay)
+    written = _write_slot(replay.replace(entry=None), rows.replace(entry=None), slot)
+    entry = jax.tree.map(
+        lambda buffer, x: jax.lax.dynamic_update_index_in_dim(buffer, x, slot, 1), replay.entry, rows.entry
+    )
+    return written.replace(entry=entry)
 
 
 def rows_held(replay: Rows, ticks: jax.Array) -> jax.Array:
