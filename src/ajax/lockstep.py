@@ -15,7 +15,9 @@ rows). Vmapping a slice update instead, even at an unbatched index, makes it a s
 batches `dynamic_update_slice` that way, and in SAC's run at 1,024 seeds on the TPU the
 scatters into the rings streamed every seed's whole ring through the chip's memory and changed
 its layout on each write. (The item replay's wrapping write is still one scatter at the shared
-positions: see `ajax.buffers.replay`.) Deciding at run
+positions: see `ajax.buffers.replay`. DreamerV3's ring of latents, which its updates also
+write at each seed's own sampled rows, keeps per-seed writes throughout: see
+`ajax.environments.row_collector.write_rows`.) Deciding at run
 time (a conditional between the shared and the per-seed write) would cost more than it
 saves: XLA copies the whole ring into the conditional.
 """
