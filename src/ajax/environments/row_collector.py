@@ -128,9 +128,12 @@ def per_env_where(flag: jax.Array, value: Any, otherwise: Any) -> Any:
     return jax.tree.map(lambda v, o: jnp.where(flag.reshape(-1, *([1] * (v.ndim - 1))), v, o), value, otherwise)
 
 
-@lockstep
-def _write_slot(replay: Rows, rows: Rows, slot: jax.Array, lead: int) -> Rows:
+def _write_at(replay: Any, rows: Any, slot: jax.Array, lead: int) -> Any:
+    """`rows` into each env's ring at `slot`, behind `lead` seed axes."""
     return jax.tree.map(lambda buffer, x: jax.lax.dynamic_update_index_in_dim(buffer, x, slot, lead + 1), replay, rows)
+
+
+_write_slot = lockstep(_write_at)
 
 
 def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:
@@ -145,10 +148,7 @@ def write_rows(replay: Rows, rows: Rows, tick: jax.Array) -> Rows:
     """
     slot = tick % capacity(replay)
     written = _write_slot(replay.replace(entry=None), rows.replace(entry=None), slot)
-    entry = jax.tree.map(
-        lambda buffer, x: jax.lax.dynamic_update_index_in_dim(buffer, x, slot, 1), replay.entry, rows.entry
-    )
-    return written.replace(entry=entry)
+    return written.replace(entry=_write_at(replay.entry, rows.entry, slot, 0))
 
 
 def rows_held(replay: Rows, ticks: jax.Array) -> jax.Array:
