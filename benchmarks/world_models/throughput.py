@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-BENCHMARKS = Path(__file__).resolve().parents[1]  # compile_spans, perf_bench, provenance
+BENCHMARKS = Path(__file__).resolve().parents[1]  # compile_spans, perf_bench, provenance, workers
+sys.path.insert(0, str(BENCHMARKS))
 GATE = {"n_envs": 16, "train_ratio": 512.0, "batch_size": 16, "batch_length": 64}
 RUNS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "dreamerv3-1m": ("DreamerV3", "CartPole-v1", {"model_size": "1m", **GATE}),
@@ -42,8 +43,6 @@ RUNS: dict[str, tuple[str, str, dict[str, Any]]] = {
 
 def measure(name: str, n_seeds: int, warmup: int, steps: int) -> dict[str, Any]:
     """One run in this process: the compiling first call, then the resumed call timed whole."""
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
     import jax
 
     from ajax.agents.registry import AGENTS
@@ -90,7 +89,6 @@ def measure(name: str, n_seeds: int, warmup: int, steps: int) -> dict[str, Any]:
 
 
 def in_fresh_process(name: str, n_seeds: int, warmup: int, steps: int) -> dict[str, Any]:
-    sys.path.insert(0, str(BENCHMARKS))
     from workers import SOURCE, worker_env, worker_rows
 
     command = [sys.executable, __file__, "--worker", name, str(n_seeds), str(warmup), str(steps)]
@@ -110,7 +108,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, n_seeds, warmup, steps = args.worker
         print(json.dumps(measure(name, int(n_seeds), int(warmup), int(steps))), flush=True)
         return 0
-    sys.path.insert(0, str(BENCHMARKS))
     from provenance import append_row, git_commit
 
     for name in args.runs:
