@@ -103,11 +103,21 @@ def write_json(path: Path, value: Any) -> None:
 class Clock:
     """When a command stops between chunks: never before its first; after it, not once `minutes`
     have passed since the start, nor when the next chunk would carry it past them, reckoned as
-    long as the last chunk's execution, and before another program its compilation too."""
+    long as the last chunk's execution and checkpoint, and before another program its
+    compilation too.
 
-    def __init__(self, minutes: float | None) -> None:
+    And when a chunk's state is checkpointed: after every chunk by default, or, with
+    `save_minutes`, once that long has passed since the last checkpoint (a world model's state
+    with its replay is hundreds of MB, seconds to write, against a chunk's 15 s on a TPU);
+    the run also checkpoints where it stops and where it ends, so a long cadence only risks
+    the chunks since the last checkpoint if the command is killed."""
+
+    def __init__(self, minutes: float | None, save_minutes: float = 0.0) -> None:
         self.started = time.perf_counter()
         self.minutes = minutes
+        self.save_minutes = save_minutes
+        self.last_save = self.started
+        self.save_s = 0.0  # the last checkpoint's writing
         self.chunks = 0
         self.last_exec_s = 0.0
         self.compile_s = 0.0  # the longest compilation a chunk (or a resumed run's skeleton) took
@@ -118,8 +128,15 @@ class Clock:
     def may_start_chunk(self, new_program: bool = False) -> bool:
         if self.minutes is None or self.chunks == 0:
             return True
-        ahead = self.last_exec_s + (self.compile_s if new_program else 0.0)
+        ahead = self.last_exec_s + self.save_s + (self.compile_s if new_program else 0.0)
         return self.elapsed_s() + ahead <= 60 * self.minutes
+
+    def save_due(self) -> bool:
+        return time.perf_counter() - self.last_save >= 60 * self.save_minutes
+
+    def saved(self, seconds: float) -> None:
+        self.last_save = time.perf_counter()
+        self.save_s = seconds
 
     def chunk_done(self, exec_s: float, compile_s: float = 0.0) -> None:
         self.chunks += 1
@@ -151,12 +168,23 @@ def train_in_chunks(
     """The run to `horizon` from where `progress` stands: its final state, or None when `clock`
     stopped it between chunks. `call(n_timesteps=..., initial_state=...)` is one `train` call
     with the run's horizon; `record` adds a chunk's evaluations and timings to `progress`.
-    Without `checkpoint` the run is one call; with it, calls of `every` timesteps, each followed
-    by the state's checkpoint and the progress file. The messages name the run `name` and
+    Without `checkpoint` the run is one call; with it, calls of `every` timesteps, the state's
+    checkpoint and the progress file written together when `clock` says one is due, where the
+    command stops, and where the run ends. The messages name the run `name` and
     count a timestep as `scale` `unit` (env steps where an action repeats)."""
     from ajax.checkpoint import restore_into, save_checkpoint
 
-    state, compiled = None, 0.0
+    state, compiled, unsaved = None, 0.0, False
+
+    def save() -> float:
+        """Write the state and the progress that describes it; the seconds it took."""
+        saving = time.perf_counter()
+        save_checkpoint(state, checkpoint.state, agent=agent)
+        write_json(checkpoint.progress, progress)
+        seconds = time.perf_counter() - saving
+        clock.saved(seconds)
+        return seconds
+
     if progress["timestep"] and progress["target"] < horizon:
         if not checkpoint.state.is_file():
             raise CheckpointMismatchError(
@@ -177,6 +205,8 @@ def train_in_chunks(
 
     while progress["target"] < horizon:
         if checkpoint is not None and not clock.may_start_chunk():
+            if unsaved:
+                print(f"{name}: checkpointed {progress['timestep'] * scale:,} {unit} in {save():.1f} s", flush=True)
             print(
                 f"{name}: stopped at {progress['timestep'] * scale:,} of {horizon * scale:,} {unit}, as --minutes "
                 f"{clock.minutes:g} ask; rerun the command to resume from {checkpoint.state}",
@@ -193,12 +223,11 @@ def train_in_chunks(
         compiled += chunk.compile_s
         clock.chunk_done(chunk.exec_s, compiled)
         if checkpoint is not None:
-            saving = time.perf_counter()
-            save_checkpoint(state, checkpoint.state, agent=agent)
-            write_json(checkpoint.progress, progress)
+            unsaved = not (target >= horizon or clock.save_due())
+            saved = "checkpoint deferred" if unsaved else f"saved {save():.1f} s"
             print(
                 f"{name}: chunk {progress['chunks']} to {progress['timestep'] * scale:,} {unit}: compiled "
-                f"{chunk.compile_s:.1f} s, ran {chunk.exec_s:.1f} s, saved {time.perf_counter() - saving:.1f} s",
+                f"{chunk.compile_s:.1f} s, ran {chunk.exec_s:.1f} s, {saved}",
                 flush=True,
             )
     return state

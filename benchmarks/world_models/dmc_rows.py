@@ -42,14 +42,15 @@ A task's run does not fit one ten-minute accelerator call (its compilation alone
 minutes), so `--checkpoint-dir DIR` trains it in chunks of `--eval-every` env steps, one
 `train` call each, resuming the previous state with the whole run as every call's horizon
 (so every schedule, and the replay's size, are the one call's: the run is the one call's
-exactly). After each chunk it replaces the task's checkpoint in DIR
+exactly). After each chunk (with `--save-minutes M`, only once M minutes have passed since
+the last, and where the command stops or the task ends) it replaces the task's checkpoint in DIR
 (`<agent>-<task>.ckpt`, written atomically) and its progress file (`<agent>-<task>.json`:
 the evaluations so far, the compile and execution seconds so far, the chunks and the
 settings). A command given a task whose progress file is there resumes it, and refuses one
 saved with other settings (naming the flag: `--agent`, `--set`, `--seeds`, `--env-steps`,
 `--eval-every`). With `--minutes`, it stops between chunks, never before the command's
 first: not once the minutes have passed, nor when the next chunk would carry it past them,
-reckoned from the last chunk's execution and, before another task, its compilation
+reckoned from the last chunk's execution and checkpoint and, before another task, its compilation
 (`--minutes 0`: one chunk a command). The chunk that reaches `--env-steps` writes
 the task's two rows and marks its progress file done, so running the command again writes
 nothing twice. Without `--checkpoint-dir` each task is one call, and `--minutes` starts no
@@ -418,13 +419,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--checkpoint-dir", type=Path, help="train each task in chunks of --eval-every, resumable from here"
     )
+    parser.add_argument(
+        "--save-minutes",
+        type=float,
+        default=0.0,
+        help="with --checkpoint-dir: checkpoint once this long has passed since the last (default: every chunk)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-out", type=Path, default=TABLE_OUT)
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.env_steps < ACTION_REPEAT or args.eval_every < ACTION_REPEAT:
         parser.error("--seeds must be positive, and --env-steps and --eval-every at least the action repeat.")
-    if args.minutes is not None and args.minutes < 0:
-        parser.error("--minutes cannot be negative.")
+    if (args.minutes is not None and args.minutes < 0) or args.save_minutes < 0:
+        parser.error("--minutes and --save-minutes cannot be negative.")
+    if args.save_minutes and args.checkpoint_dir is None:
+        parser.error("--save-minutes spaces a chunked run's checkpoints, so it needs --checkpoint-dir.")
     try:
         args.overrides = parse_overrides(args.set)
     except ValueError as error:
@@ -434,7 +443,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    clock = Clock(args.minutes)
+    clock = Clock(args.minutes, args.save_minutes)
     settings = keywords(args.overrides, args.agent)
     progress = {}
     if args.checkpoint_dir is not None:

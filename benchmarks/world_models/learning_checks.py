@@ -30,7 +30,10 @@ at these budgets either.
 
 With `--checkpoint-dir` the run trains one evaluation period a call, checkpointing the state
 and keeping the evaluations after each, and `--minutes` stops it between calls (exit code 2):
-a run longer than an accelerator's call limit spans several commands, as one run.
+a run longer than an accelerator's call limit spans several commands, as one run. The gate's
+state with its replay is 350 MB, 3.6 to 4 s to write on the TPU host against 16 s for a call:
+`--save-minutes M` checkpoints only once M minutes have passed since the last checkpoint,
+and where the command stops or the run ends.
 """
 
 from __future__ import annotations
@@ -147,13 +150,13 @@ FLAGS = {
 
 
 def train(
-    agent: DreamerV3, identity: dict[str, Any], checkpoint_dir: Path | None, minutes: float | None
+    agent: DreamerV3, identity: dict[str, Any], checkpoint_dir: Path | None, clock: Clock
 ) -> tuple[Any, dict[str, np.ndarray], float] | None:
     """The run `identity` describes: one call, or with `checkpoint_dir` one evaluation period a
     call, checkpointed there (`benchmarks/world_models/chunks.py`) so that a run longer than an
     accelerator's call limit spans several commands. Returns the state, the evaluations as one
     call returns them (seeds by evaluations) and the seconds of the training calls of every
-    command together; None when `minutes` ran out first.
+    command together; None when `clock`'s minutes ran out first.
     """
     identity = json.loads(json.dumps(identity))  # as the progress file reads it back
     checkpoint, progress = None, None
@@ -189,7 +192,7 @@ def train(
         progress,
         identity["n_timesteps"],
         identity["eval_every"],
-        Clock(minutes),
+        clock,
         checkpoint,
         agent,
         record,
@@ -218,7 +221,7 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     identity = {"check": args.check, "settings": settings, "seeds": seeds, "n_timesteps": n_timesteps}
     identity |= {"eval_every": eval_every, "num_episode_test": num_episode_test}
-    trained = train(agent, identity, args.checkpoint_dir, args.minutes)
+    trained = train(agent, identity, args.checkpoint_dir, Clock(args.minutes, args.save_minutes))
     if trained is None:
         return None
     state, evaluations, wall = trained
@@ -329,6 +332,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--checkpoint-dir", type=Path, help="train an evaluation period a call, resumable from here (a long run)"
     )
     parser.add_argument("--minutes", type=float, help="with --checkpoint-dir: start no call after this many minutes")
+    parser.add_argument(
+        "--save-minutes",
+        type=float,
+        default=0.0,
+        help="with --checkpoint-dir: checkpoint once this long has passed since the last (default: every call)",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="append the JSON line here (default: %(default)s)")
     parser.add_argument(
         "--table-out", type=Path, default=TABLE, help="append the learning table's row here (default: %(default)s)"
@@ -341,8 +350,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     high = (args.window or CHECKS[args.check].window)[1]
     if args.timesteps is not None and args.timesteps < high:
         parser.error(f"--timesteps {args.timesteps} ends before the window's end, {high}.")
-    if args.minutes is not None and args.checkpoint_dir is None:
-        parser.error("--minutes stops a run between calls, so it needs --checkpoint-dir.")
+    if (args.minutes is not None or args.save_minutes) and args.checkpoint_dir is None:
+        parser.error("--minutes and --save-minutes act between calls, so they need --checkpoint-dir.")
+    if args.save_minutes < 0:
+        parser.error("--save-minutes cannot be negative.")
     if args.seeds < 1 or (args.eval_every is not None and args.eval_every < 1):
         parser.error("--seeds and --eval-every must be positive.")
     return args

@@ -126,3 +126,41 @@ def test_a_timed_chunk_keeps_the_calls_outputs_and_times_its_compile_apart():
     assert chunk.evaluations["timestep"].tolist() == [[8]]
     assert chunk.compile_s == timing["compile_spans_s"] > 0 and chunk.exec_s == timing["exec_s"] > 0
     assert "out" not in timing and timing["exec_from"] == "first call less its compile spans"
+
+
+def test_a_checkpoint_cadence_defers_saves_but_saves_where_the_command_stops_and_where_the_run_ends(
+    tmp_path, saved, capsys, monkeypatch
+):
+    """With `save_minutes` the chunks between checkpoints are not written; the state where the clock
+    stops the command is, with the progress that describes it, so the next command resumes there."""
+    now = [0.0]
+    monkeypatch.setattr(chunks.time, "perf_counter", lambda: now[0])
+
+    def ticking_call(calls):
+        inner = fake_call(calls)
+
+        def call(n_timesteps, initial_state=None):
+            now[0] += 60.0 if n_timesteps else 0.0  # each chunk a minute, a resumed run's skeleton nothing
+            return inner(n_timesteps, initial_state)
+
+        return call
+
+    checkpoint = chunks.Checkpoint(tmp_path / "run.ckpt", tmp_path / "run.json")
+    identity = {"run": "test"}
+    progress = chunks.fresh_progress(identity)
+    clock = chunks.Clock(2.5, save_minutes=10)  # a command stops after three one-minute chunks
+    calls: list[int] = []
+    assert chunks.train_in_chunks(ticking_call(calls), progress, 40, 4, clock, checkpoint, None, no_record, "t") is None
+    out = capsys.readouterr().out
+    assert calls == [4, 4, 4] and out.count("checkpoint deferred") == 3
+    assert "checkpointed 12 rows" in out and "stopped at 12 of 40 rows" in out
+    assert saved[checkpoint.state].collector_state.timestep[0] == 12
+
+    resumed = chunks.read_progress(checkpoint.progress, identity, {"run": "--run"})
+    assert resumed["timestep"] == 12 and resumed["chunks"] == 3
+    clock = chunks.Clock(None, save_minutes=2)  # due every second chunk, and at the end
+    state = chunks.train_in_chunks(ticking_call(calls), resumed, 28, 4, clock, checkpoint, None, no_record, "t")
+    out = capsys.readouterr().out
+    assert state.collector_state.timestep[0] == 28 and calls[3:] == [0, 4, 4, 4, 4]
+    assert out.count("checkpoint deferred") == 2 and out.count("saved") == 2  # chunks 5 and 7 (the end)
+    assert saved[checkpoint.state].collector_state.timestep[0] == 28
