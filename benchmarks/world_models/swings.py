@@ -7,8 +7,10 @@ each seed's logged world-model and behaviour statistics at the same evaluations.
 reads such a row and reports, per seed, every fall of the return by more than `--drop`
 between two evaluations with what each statistic did across it, and, over all seeds'
 evaluations once training has started, the rank correlation (Spearman) of the return with
-each statistic and of the return's change with each statistic's change. It suggests where to
-look; a correlation over a few dozen evaluations is no proof.
+each statistic and of the return's change with each statistic's change, and how often each
+statistic fell across the falls, across the rises by more than `--drop`, and across every
+interval between evaluations (a statistic that falls across most falls may only be one that
+falls all run long). It suggests where to look; a few dozen evaluations are no proof.
 
     python benchmarks/world_models/swings.py                         # the last cartpole row
     python benchmarks/world_models/swings.py --check catch --drop 0.5 --file runs/wm_checks.jsonl  # another file
@@ -75,6 +77,23 @@ def correlations(row: dict[str, Any]) -> dict[str, tuple[float, float]]:
     return result
 
 
+def fell_across(row: dict[str, Any], drop: float) -> dict[str, dict[str, tuple[int, int]]]:
+    """For each statistic, (intervals it fell across, intervals where it is finite at both ends)
+    among the return's falls by more than `drop`, its rises by more than `drop`, and all
+    intervals between consecutive evaluations."""
+    moves = np.diff(np.asarray(row["curve"]["per_seed"], dtype=float), axis=1)
+    kinds = {"falls": moves < -drop, "rises": moves > drop, "all": np.ones_like(moves, dtype=bool)}
+    result = {}
+    for name, values in row["diagnostics_per_seed"].items():
+        stat = np.diff(np.asarray(values, dtype=float), axis=1)
+        logged = np.isfinite(stat)
+        result[name] = {
+            kind: (int((stat[chosen & logged] < 0).sum()), int((chosen & logged).sum()))
+            for kind, chosen in kinds.items()
+        }
+    return result
+
+
 def report(row: dict[str, Any], drop: float) -> str:
     lines = [
         f"{row['check']} seeds {row['seeds'][0]}-{row['seeds'][-1]} ({row['commit']}, {row['machine']['backend']}): "
@@ -90,6 +109,10 @@ def report(row: dict[str, Any], drop: float) -> str:
     lines.append("| --- | --- | --- |")
     for name, (same, moves) in sorted(correlations(row).items(), key=lambda item: -abs(item[1][1])):
         lines.append(f"| {name} | {same:+.2f} | {moves:+.2f} |")
+    lines += ["", f"| statistic | fell across the falls | across the rises (by more than {drop:g}) | across all |"]
+    lines.append("| --- | --- | --- | --- |")
+    for name, counts in fell_across(row, drop).items():
+        lines.append("| " + " | ".join([name, *(f"{fell} of {n}" for fell, n in counts.values())]) + " |")
     return "\n".join(lines)
 
 

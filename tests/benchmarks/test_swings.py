@@ -47,6 +47,14 @@ def test_the_correlations_skip_the_unlogged_evaluations_and_keep_their_sign():
     assert all(not math.isnan(value) for pair in result.values() for value in pair)
 
 
+def test_a_statistics_falls_are_counted_across_the_returns_falls_rises_and_every_interval():
+    counts = swings.fell_across(row(), drop=150)
+    # Seed 5's intervals: +390 (entropy unlogged before), -300 (entropy 0.4 -> 0.05), +350, +30;
+    # seed 6's: +288 (unlogged), +20, -230 (0.32 -> 0.02), +260 (0.02 -> 0.38).
+    assert counts["behaviour/entropy"] == {"falls": (2, 2), "rises": (0, 2), "all": (2, 6)}
+    assert counts["behaviour/value_loss"] == {"falls": (0, 2), "rises": (2, 2), "all": (4, 6)}
+
+
 def test_the_report_reads_the_last_row_with_per_seed_diagnostics(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     older = {**row(), "diagnostics_per_seed": {}}
@@ -54,5 +62,6 @@ def test_the_report_reads_the_last_row_with_per_seed_diagnostics(tmp_path, capsy
     assert swings.main(["--file", str(rows)]) == 0
     printed = capsys.readouterr().out
     assert "seed 5 at row 3,000: 400 -> 100" in printed and "| behaviour/entropy | +1.00 | +1.00 |" in printed
+    assert "| behaviour/entropy | 2 of 2 | 0 of 2 | 2 of 6 |" in printed
     with pytest.raises(SystemExit, match="no catch row"):
         swings.main(["--file", str(rows), "--check", "catch"])
