@@ -112,8 +112,14 @@ def test_the_ppo_cartpole_preset_learns_on_a_small_budget():
     Calibration (2026-12-01): the preset's 100k steps, seeds 0-4: 500 on every seed from 40k
     on. At 20,480 steps, greedy returns from the final state: seeds 0-2 500, 383, 500 (mean
     461); seeds 3-5 403, 198, 500 (mean 367). Threshold: mean >= 300, every seed >= 150.
+
+    20,480 steps sat mid-learning, where a seed's return hangs on float rounding: on an
+    AVX-512 machine (2026-12-07, same code and lock) seeds 0-2 gave 120, 488 and 500, and
+    seed 0 gave 169 when trained in a batch of ten seeds. Recalibrated there at 30,720
+    steps: seeds 0-2, 3-5 and 6-8, each batch of three, 500 on all nine; in one batch of ten
+    seeds, 500 on eight, 410 and 314. The threshold is unchanged.
     """
-    scores = final_returns(AGENTS["PPO"].from_zoo("CartPole-v1"), 20_480, range(3))
+    scores = final_returns(AGENTS["PPO"].from_zoo("CartPole-v1"), 30_720, range(3))
     assert scores.mean() >= 300 and scores.min() >= 150, scores
 
 
