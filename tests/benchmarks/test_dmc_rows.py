@@ -108,7 +108,15 @@ def test_the_settings_are_each_references_dmc_settings():
 
 @pytest.mark.parametrize(
     "argv",
-    [["--seeds", "0"], ["--env-steps", "1"], ["--set", "model_size"], ["--agent", "SAC"], ["--minutes", "-1"]],
+    [
+        ["--seeds", "0"],
+        ["--env-steps", "1"],
+        ["--set", "model_size"],
+        ["--agent", "SAC"],
+        ["--minutes", "-1"],
+        ["--save-minutes", "-1", "--checkpoint-dir", "/tmp/never-written"],
+        ["--save-minutes", "2"],  # spaces a chunked run's checkpoints: no --checkpoint-dir, no chunks
+    ],
 )
 def test_bad_arguments_are_refused(argv, capsys):
     with pytest.raises(SystemExit):
