@@ -3,8 +3,9 @@
 Run by hand, never by the tests. Each named check (`--check`) trains DreamerV3 on one gymnax
 task on several seeds as one compiled program (the seeds vmapped), evaluating every
 `--eval-every` rows with `--num-episode-test` episodes of the mode policy on the posterior's
-mode. A seed's score is its mean evaluation over the window's rows; the row also carries the
-interquartile mean of those scores over seeds and its 95% bootstrap interval
+mode (with `--sampled-evaluation`, of sampled actions on a sampled posterior, as the reference
+evaluates). A seed's score is its mean evaluation over the window's rows; the row also
+carries the interquartile mean of those scores over seeds and its 95% bootstrap interval
 (`benchmarks/intervals.py`). One JSON line goes to `--out`: the machine, the settings, the
 minutes, each seed's window mean and curve, the result and the verdict.
 
@@ -216,6 +217,8 @@ def run(args: argparse.Namespace) -> dict[str, Any] | None:
     for name in (*overridable, "actor_entropy", "representation_scale", "free_nats"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
+    if args.sampled_evaluation:
+        settings["sampled_evaluation"] = True
     settings["buffer_size"] = args.buffer_size or -(-n_timesteps // settings["n_envs"]) * settings["n_envs"]
     agent = DreamerV3(check.env_id, **settings)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
@@ -280,7 +283,7 @@ def table_row(row: dict[str, Any]) -> dict[str, Any]:
     backend = row["machine"]["backend"]
     name = machine_name(backend, row["machine"].get("device", backend.upper()))
     changed = [
-        f"{name}={value:g}" if isinstance(value, int | float) else f"{name}={value}"
+        f"{name}={value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else f"{name}={value}"
         for name, value in row["settings"].items()
         if name != "buffer_size" and check.settings.get(name) != value
     ]
@@ -322,6 +325,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--actor-entropy", type=float, default=None, help="default: the agent's (3e-4)")
     parser.add_argument("--representation-scale", type=float, default=None, help="default: the agent's (0.1)")
     parser.add_argument("--free-nats", type=float, default=None, help="default: the agent's (1.0)")
+    parser.add_argument(
+        "--sampled-evaluation",
+        action="store_true",
+        help="evaluate on sampled latents and actions, as the reference does (default: their modes)",
+    )
     parser.add_argument("--buffer-size", type=int, default=None, help="rows over all envs (default: the budget)")
     parser.add_argument("--timesteps", type=int, default=None, help="rows per seed (default: the window's end)")
     parser.add_argument("--eval-every", type=int, default=None, help="rows between evaluations")

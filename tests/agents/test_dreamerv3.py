@@ -5,6 +5,7 @@ and the resume contract in test_resume_contract.py.
 """
 
 import dataclasses
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -235,6 +236,64 @@ def test_the_actor_chooses_the_safe_branch(risky_or_safe):
     agent, state = risky_or_safe
     _, probs = _read_states(agent, state, jnp.eye(3)[:1], jnp.array([0]))
     assert (probs[:, 0, 0] > 0.9).all(), probs
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluation: Ajax's modes, or the reference's samples
+# ---------------------------------------------------------------------------------------
+
+
+def _evaluations(actor_bias: float):
+    """The mode and the sampled evaluation policies of a tiny model over two actions, with the actor's
+    last layer set so that p(action 1) = sigmoid(actor_bias) up to the 1% uniform mix, and a
+    state as both read it (parameters, the seed's evaluation key, the evaluation count)."""
+    from ajax.agents.DreamerV3.networks import ModelSize
+    from ajax.agents.DreamerV3.train_DreamerV3 import latent_evaluation, sampled_evaluation
+
+    size = ModelSize(deter=16, hidden=8, classes=4, units=8, stoch=4, blocks=2)
+    model, actor = WorldModel(size, 3), Actor(size.units, 2, False)
+    latent, action = initial_latent(size, (1,)), jnp.zeros((1, 2))
+    params = {
+        "model": model.init(jax.random.key(0), latent, action, jnp.zeros((1, 3))),
+        "actor": actor.init(jax.random.key(1), features(latent)),
+    }
+    out = params["actor"]["params"]
+    last = sorted(out)[-1]  # the output layer, zero-initialised as the reference's
+    out[last]["bias"] = jnp.array([0.0, actor_bias])  # its kernel starts near zero: logits ~ the bias
+    env_args = dataclasses.make_dataclass("Env", [("continuous", bool), ("action_dim", int)])(False, 2)
+    state = SimpleNamespace(
+        actor_state=SimpleNamespace(params=params), eval_rng=jax.random.key(7), n_logs=jnp.asarray(3)
+    )
+    return latent_evaluation(model, actor, size, env_args), sampled_evaluation(model, actor, size, env_args), state
+
+
+def test_the_sampled_evaluation_draws_actions_where_the_mode_always_takes_one_and_repeats_itself():
+    """At p(action 1) = sigmoid(0.4) = 0.60 the mode takes action 1 in all 512 episodes, the
+    sampled evaluation in about 60% of them; the same state draws the same actions, and another
+    evaluation count (the next evaluation of the run) draws others."""
+    mode, sampled, state = _evaluations(actor_bias=0.4)
+    obs, n = jnp.ones((512, 3)), 512
+    greedy, _, _ = mode.act(state, obs, mode.start(state, n))
+    assert (np.asarray(greedy) == 1).all()
+    drawn, entropy, carry = sampled.act(state, obs, sampled.start(state, n))
+    share = float((np.asarray(drawn) == 1).mean())
+    assert 0.53 < share < 0.67, share  # 0.60 +- 3 standard errors of 512 draws
+    # p(action 1) = 0.99 sigmoid(0.4) + 0.005 = 0.598 after the uniform mix: entropy 0.674 nats
+    np.testing.assert_allclose(entropy, 0.674, atol=0.005)
+    again, _, _ = sampled.act(state, obs, sampled.start(state, n))
+    np.testing.assert_array_equal(drawn, again)
+    later = SimpleNamespace(**{**vars(state), "n_logs": jnp.asarray(4)})
+    other, _, _ = sampled.act(later, obs, sampled.start(later, n))
+    assert (np.asarray(other) != np.asarray(drawn)).any()
+    _, _, next_carry = sampled.act(state, obs, carry)  # the key moves on with each step
+    assert not np.array_equal(jax.random.key_data(next_carry[2]), jax.random.key_data(carry[2]))
+
+
+def test_the_sampled_evaluation_is_a_keyword_off_by_default():
+    assert not DreamerV3("CartPole-v1", buffer_size=16_000).agent_config.sampled_evaluation
+    assert DreamerV3("CartPole-v1", buffer_size=16_000, sampled_evaluation=True).agent_config.sampled_evaluation
+    with pytest.raises(ValueError, match="sampled_evaluation"):
+        DreamerV3("CartPole-v1", buffer_size=16_000, sampled_evaluation="yes")
 
 
 # ---------------------------------------------------------------------------------------

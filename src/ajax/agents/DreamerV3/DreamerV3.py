@@ -15,7 +15,7 @@ from ajax.agents.DreamerV3.train_DreamerV3 import make_train
 from ajax.checks import require_counts
 from ajax.environments.create import kept_observations
 from ajax.extensions import LOOP_PHASES
-from ajax.hyperparameters import Hyperparameter, Hyperparameters, Settings, count, keywords, number
+from ajax.hyperparameters import Hyperparameter, Hyperparameters, Settings, count, flag, keywords, number
 from ajax.networks.encoders import FLAT
 from ajax.state import ACTION_MASK, NetworkConfig
 
@@ -95,6 +95,9 @@ class DreamerV3(ActorCritic):
         encoder=Hyperparameter(
             FLAT, _encoder, "'mlp', 'cnn'", doc="'cnn': the reference's CNN and image decoder (docs/world_models.md)"
         ),
+        sampled_evaluation=flag(
+            False, doc="evaluate on sampled latents and actions, as the reference does (False: their modes)"
+        ),
     ) | ENVIRONMENT.with_defaults(
         n_envs=16,
         memory=Hyperparameter(None, _recurrent_by_design, "None", doc="none: the RSSM carries its own latent"),
@@ -118,6 +121,7 @@ class DreamerV3(ActorCritic):
             warmup=s.warmup_updates,
             free_nats=float(s.free_nats),
             scales=LossScales(representation=float(s.representation_scale)),
+            sampled_evaluation=s.sampled_evaluation,
         )
 
     def with_replay(self, capacity: int) -> DreamerV3Config:

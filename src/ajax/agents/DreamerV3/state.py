@@ -56,3 +56,4 @@ class DreamerV3Config:
     agc: float = 0.3
     warmup: int = 1000
     scales: LossScales = LossScales()
+    sampled_evaluation: bool = False  # evaluate on samples of the posterior and the action, as the reference

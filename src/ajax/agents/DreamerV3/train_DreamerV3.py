@@ -188,7 +188,8 @@ def make_train(
         )
         return state, aux
 
-    loop = TrainLoop.create(env_args, run, extensions, latent_evaluation(model, actor, size, env_args))
+    evaluation = (sampled_evaluation if config.sampled_evaluation else latent_evaluation)(model, actor, size, env_args)
+    loop = TrainLoop.create(env_args, run, extensions, evaluation)
     return loop.off_policy(init, learn, schedule=owed, collect=collect)
 
 
@@ -213,3 +214,31 @@ def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: Envi
         return initial_latent(size, (n,)), jnp.zeros((n, env_args.action_dim))
 
     return EvalPolicy(greedy, carry=PolicyCarry(init=start, advance=lambda carry, reward: carry))
+
+
+def sampled_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: EnvironmentConfig) -> EvalPolicy:
+    """A sampled posterior and a sampled action, as the reference evaluates (its policy ignores
+    `mode='eval'`): its published scores, and the gate's reference figure, come from such episodes.
+
+    The key starts from the seed's evaluation key and the evaluation's count, so an evaluation
+    is reproducible and each one draws afresh; it is split at every step.
+    """
+    continuous = env_args.continuous
+
+    def sampled(state: DreamerV3State, obs: jax.Array, carry: tuple[Latent, jax.Array, jax.Array]):
+        params = state.actor_state.params
+        latent, previous, key = carry
+        key, latent_key, action_key = jax.random.split(key, 3)
+        embedding = model.apply(params["model"], obs, method=WorldModel.encode)
+        first = jnp.zeros(jax.tree.leaves(obs)[0].shape[:1], bool)  # each episode starts from the initial latent
+        latent, _ = observe_sampled(model, params["model"], latent, previous, embedding, first, latent_key)
+        policy = masked(actor.apply(params["actor"], features(latent)), observed_mask(obs))
+        action = policy.sample(seed=action_key)
+        action = jnp.clip(action, -1.0, 1.0) if continuous else action
+        return action, policy.entropy(), (latent, rssm_action(actor, action), key)
+
+    def start(state: DreamerV3State, n: int) -> tuple[Latent, jax.Array, jax.Array]:
+        key = jax.random.fold_in(jax.random.fold_in(state.eval_rng, state.n_logs), 1)
+        return initial_latent(size, (n,)), jnp.zeros((n, env_args.action_dim)), key
+
+    return EvalPolicy(sampled, carry=PolicyCarry(init=start, advance=lambda carry, reward: carry))
