@@ -55,6 +55,16 @@ def test_a_checks_table_row_names_an_accelerator_and_leaves_the_cpu_unnamed():
     assert "machine" not in checks.table_row(cpu)  # the learning table's own machine kind
 
 
+def test_a_checks_table_row_names_its_departures_a_flag_as_a_flag_and_held_out_seeds():
+    checks = world_model_checks()
+    rows = (BENCHMARKS / "world_models" / "learning_checks.jsonl").read_text().splitlines()
+    gate = next(json.loads(line) for line in rows if json.loads(line)["name"] == "cartpole")
+    sampled = {**gate, "settings": {**gate["settings"], "sampled_evaluation": True}, "seeds": [5, 6, 7, 8, 9]}
+    assert checks.table_row(sampled)["settings"] == "check cartpole (sampled_evaluation=True, seeds 5-9)"
+    args = checks.parse_args(["--check", "cartpole", "--sampled-evaluation"])
+    assert args.sampled_evaluation and not checks.parse_args(["--check", "cartpole"]).sampled_evaluation
+
+
 @pytest.mark.slow
 def test_a_check_trained_in_chunks_over_two_commands_equals_one_call(tmp_path):
     checks = world_model_checks()
