@@ -1,4 +1,6 @@
-"""The evaluation episodes: `num_episode_test` episodes with the deterministic action.
+"""The evaluation episodes: `num_episode_test` episodes with the deterministic action
+(or, where a policy carries a key, as TD-MPC2's planner and DreamerV3's `sampled_evaluation`
+do, actions drawn from it: reproducible, since the key starts from the seed's evaluation key).
 
 Episodes run side by side for the env's maximum episode length; each stops counting at
 its first end, and the env is not reset after it (`step_envs(..., reset=False)`): an ended
@@ -10,10 +12,10 @@ critic's estimate at each evaluated step minus the discounted return realised fr
 step, in the critic's units.
 
 Most policies are stateless. One that carries something through its episodes (UDRL's
-command: the return still to collect and the steps left; a recurrent agent's memory)
-hands a `PolicyCarry`: the carry starts from the state, the policy returns it after
-reading each observation, and it advances with every reward; a stateless policy's carry
-is empty, so its program is unchanged. Each evaluation env plays one episode, so a carry
+command: the return still to collect and the steps left; a recurrent agent's memory; the
+key of a policy that samples) hands a `PolicyCarry`: the carry starts from the state, the
+policy returns it after reading each observation, and it advances with every reward; a
+stateless policy's carry is empty, so its program is unchanged. Each evaluation env plays one episode, so a carry
 never needs a reset here.
 """
 
@@ -80,7 +82,7 @@ class EvalPolicy:
         return self.carry.init(state, n) if self.carry is not None else ()
 
     def act(self, state: BaseAgentState, obs: jax.Array, carry: Any) -> tuple[jax.Array, jax.Array, Any]:
-        """The deterministic actions, their entropies and the carry after reading `obs`."""
+        """The evaluation's actions, their entropies and the carry after reading `obs`."""
         if self.carry is not None:
             return self.greedy(state, obs, carry)
         return (*self.greedy(state, obs), carry)
