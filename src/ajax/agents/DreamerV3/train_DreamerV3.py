@@ -96,9 +96,6 @@ def make_train(
     def policy_carry(n: int) -> tuple[Latent, jax.Array]:
         return initial_latent(size, (n,)), jnp.zeros((n, env_args.action_dim))
 
-    def env_action(action: jax.Array) -> jax.Array:
-        return jnp.clip(action, -1.0, 1.0) if continuous else action
-
     # Initial state --------------------------------------------------------------------
     def init(key: jax.Array) -> DreamerV3State:
         rng, model_key, actor_key, critic_key, env_key, eval_key = jax.random.split(key, 6)
@@ -141,14 +138,8 @@ def make_train(
 
     # 1. Acting: one row per env ------------------------------------------------------
     def behaviour(state: DreamerV3State, carry: Any, obs: jax.Array, first: jax.Array, key: jax.Array):
-        latent_key, action_key = jax.random.split(key)
-        params = state.actor_state.params
-        latent, previous = carry
-        embedding = model.apply(params["model"], obs, method=WorldModel.encode)
-        latent, _ = observe_sampled(model, params["model"], latent, previous, embedding, first, latent_key)
-        policy = masked(actor.apply(params["actor"], features(latent)), observed_mask(obs))
-        action = env_action(policy.sample(seed=action_key))
-        return action, (latent, rssm_action(actor, action)), latent
+        action, carry, _ = sampled_step(model, actor, continuous, state.actor_state.params, carry, obs, first, key)
+        return action, carry, carry[0]
 
     def collect(state: DreamerV3State, tick: jax.Array) -> DreamerV3State:
         del tick
@@ -193,6 +184,30 @@ def make_train(
     return loop.off_policy(init, learn, schedule=owed, collect=collect)
 
 
+def sampled_step(
+    model: WorldModel,
+    actor: Actor,
+    continuous: bool,
+    params: Any,
+    carry: tuple[Latent, jax.Array],
+    obs: jax.Array,
+    first: jax.Array,
+    key: jax.Array,
+) -> tuple[jax.Array, tuple[Latent, jax.Array], Any]:
+    """How the reference acts, in collection and in its evaluation alike: a sampled posterior on
+    `obs`, then an action sampled on it (clipped to [-1, 1] when continuous, as the env takes it).
+    Returns the action, the carry after it (the latent, the action as the RSSM reads it) and the
+    policy it was drawn from."""
+    latent_key, action_key = jax.random.split(key)
+    latent, previous = carry
+    embedding = model.apply(params["model"], obs, method=WorldModel.encode)
+    latent, _ = observe_sampled(model, params["model"], latent, previous, embedding, first, latent_key)
+    policy = masked(actor.apply(params["actor"], features(latent)), observed_mask(obs))
+    action = policy.sample(seed=action_key)
+    action = jnp.clip(action, -1.0, 1.0) if continuous else action
+    return action, (latent, rssm_action(actor, action)), policy
+
+
 def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: EnvironmentConfig) -> EvalPolicy:
     """The policy's mode on the posterior's mode, the latent carried through each episode."""
     continuous = env_args.continuous
@@ -217,28 +232,26 @@ def latent_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: Envi
 
 
 def sampled_evaluation(model: WorldModel, actor: Actor, size: Any, env_args: EnvironmentConfig) -> EvalPolicy:
-    """A sampled posterior and a sampled action, as the reference evaluates (its policy ignores
-    `mode='eval'`): its published scores, and the gate's reference figure, come from such episodes.
+    """A sampled posterior and a sampled action, as the reference evaluates: its policy ignores
+    `mode='eval'`, so its evaluation episodes act as its training episodes, whose returns are
+    its published scores.
 
     The key starts from the seed's evaluation key and the evaluation's count, so an evaluation
     is reproducible and each one draws afresh; it is split at every step.
     """
-    continuous = env_args.continuous
 
-    def sampled(state: DreamerV3State, obs: jax.Array, carry: tuple[Latent, jax.Array, jax.Array]):
-        params = state.actor_state.params
-        latent, previous, key = carry
-        key, latent_key, action_key = jax.random.split(key, 3)
-        embedding = model.apply(params["model"], obs, method=WorldModel.encode)
+    def sampled(state: DreamerV3State, obs: jax.Array, carry: tuple[tuple[Latent, jax.Array], jax.Array]):
+        policy_carry, key = carry
+        key, step_key = jax.random.split(key)
         first = jnp.zeros(jax.tree.leaves(obs)[0].shape[:1], bool)  # each episode starts from the initial latent
-        latent, _ = observe_sampled(model, params["model"], latent, previous, embedding, first, latent_key)
-        policy = masked(actor.apply(params["actor"], features(latent)), observed_mask(obs))
-        action = policy.sample(seed=action_key)
-        action = jnp.clip(action, -1.0, 1.0) if continuous else action
-        return action, policy.entropy(), (latent, rssm_action(actor, action), key)
+        params = state.actor_state.params
+        action, policy_carry, policy = sampled_step(
+            model, actor, env_args.continuous, params, policy_carry, obs, first, step_key
+        )
+        return action, policy.entropy(), (policy_carry, key)
 
-    def start(state: DreamerV3State, n: int) -> tuple[Latent, jax.Array, jax.Array]:
+    def start(state: DreamerV3State, n: int) -> tuple[tuple[Latent, jax.Array], jax.Array]:
         key = jax.random.fold_in(jax.random.fold_in(state.eval_rng, state.n_logs), 1)
-        return initial_latent(size, (n,)), jnp.zeros((n, env_args.action_dim)), key
+        return (initial_latent(size, (n,)), jnp.zeros((n, env_args.action_dim))), key
 
     return EvalPolicy(sampled, carry=PolicyCarry(init=start, advance=lambda carry, reward: carry))
