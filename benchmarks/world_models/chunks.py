@@ -13,6 +13,7 @@ command resumes where one stopped, and refuses a checkpoint made with other sett
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -142,6 +143,16 @@ class Clock:
         self.chunks += 1
         self.last_exec_s = exec_s
         self.compile_s = max(self.compile_s, compile_s)
+
+
+def add_save_minutes(parser: argparse.ArgumentParser) -> None:
+    """The flag that spaces a chunked run's checkpoints (`Clock`'s `save_minutes`), the same in every script."""
+    parser.add_argument(
+        "--save-minutes",
+        type=float,
+        default=0.0,
+        help="with --checkpoint-dir: checkpoint once this long has passed since the last (default: every chunk)",
+    )
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,7 @@ from chunks import (  # noqa: E402
     CheckpointMismatchError,
     Chunk,
     Clock,
+    add_save_minutes,
     filled_per_seed,
     read_progress,
     timed_chunk,
@@ -419,12 +420,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--checkpoint-dir", type=Path, help="train each task in chunks of --eval-every, resumable from here"
     )
-    parser.add_argument(
-        "--save-minutes",
-        type=float,
-        default=0.0,
-        help="with --checkpoint-dir: checkpoint once this long has passed since the last (default: every chunk)",
-    )
+    add_save_minutes(parser)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-out", type=Path, default=TABLE_OUT)
     args = parser.parse_args(argv)

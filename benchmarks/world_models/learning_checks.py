@@ -61,6 +61,7 @@ from chunks import (  # noqa: E402
     CheckpointMismatchError,
     Chunk,
     Clock,
+    add_save_minutes,
     filled_per_seed,
     fresh_progress,
     read_progress,
@@ -340,12 +341,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--checkpoint-dir", type=Path, help="train an evaluation period a call, resumable from here (a long run)"
     )
     parser.add_argument("--minutes", type=float, help="with --checkpoint-dir: start no call after this many minutes")
-    parser.add_argument(
-        "--save-minutes",
-        type=float,
-        default=0.0,
-        help="with --checkpoint-dir: checkpoint once this long has passed since the last (default: every call)",
-    )
+    add_save_minutes(parser)
     parser.add_argument("--out", type=Path, default=OUT, help="append the JSON line here (default: %(default)s)")
     parser.add_argument(
         "--table-out", type=Path, default=TABLE, help="append the learning table's row here (default: %(default)s)"

@@ -15,8 +15,8 @@ Most policies are stateless. One that carries something through its episodes (UD
 command: the return still to collect and the steps left; a recurrent agent's memory; the
 key of a policy that samples) hands a `PolicyCarry`: the carry starts from the state, the
 policy returns it after reading each observation, and it advances with every reward; a
-stateless policy's carry is empty, so its program is unchanged. Each evaluation env plays one episode, so a carry
-never needs a reset here.
+stateless policy's carry is empty, so its program is unchanged. Each evaluation env plays
+one episode, so a carry never needs a reset here.
 """
 
 from __future__ import annotations
