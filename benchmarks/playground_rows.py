@@ -20,12 +20,14 @@ ends in, and appends two JSON lines:
   (`final3`, each seed's mean of its last three evaluations, `final3_mean`, `iqm` and its 95%
   bootstrap interval `iqm_ci`, none below three seeds: `intervals.py`); `published` (the
   return Playground publishes for the task, or null where none was found) and
-  `published_source` (where it comes from, or why it is null); the `train` call's
+  `published_source` (where it comes from, or why it is null); the `train` calls'
   compilation by stage (`compile_s`, the union of JAX's compile spans, and `trace_s`,
   `lower_s`, `backend_compile_s`, `backend_compile_by_program`: `compile_spans.py`) apart from
-  its execution (`exec_s`, the call less those spans, evaluations included, and
-  `exec_steps_per_s`); `setup_s` (building the agent and its env); `eval_compile_s` and
-  `eval_s` (the final evaluation); `minutes` (the task's whole time); the device
+  their execution (`exec_s`, the calls less those spans, evaluations included, and
+  `exec_steps_per_s`), summed over `train_calls` calls (one, unless chunked; a resumed
+  command's compile of the same program again is not counted) and `train_call_s` their whole
+  time; `setup_s` (building the agent and its env); `eval_compile_s` and
+  `eval_s` (the final evaluation); `minutes` (the task's time in the last command); the device
   (`perf_bench.device_fields`), `peak_bytes`, `machine` (as the learning table names it), the
   playground and brax versions, and `timestamp` and `commit`;
 - to `--table-out` (default `benchmarks/learning_checks.jsonl`), the learning table's row
@@ -44,9 +46,16 @@ which is not the task's id, so `brax_ppo_config("PendulumSwingup")`, what Playgr
 
 One process runs every task (compilation is told apart by JAX's spans, not by a fresh
 process); `--minutes` starts no task after that many minutes, for a machine lent for ten.
+A budget longer than one call trains in chunks: with `--checkpoint-dir`, one evaluation
+period a `train` call with the whole budget as every call's horizon (the resume contract
+makes the calls one run), each task's state checkpointed there (`world_models/chunks.py`,
+`--save-minutes` spacing the checkpoints), no call started that would end past `--minutes`,
+and the same command again resumes where the last stopped; the row is written once the
+task's budget is done.
 On a CPU Ajax picks MJX's pure-JAX physics (`impl="jax"`), as it does on a TPU.
 
     python benchmarks/playground_rows.py --tasks CartpoleBalance --minutes 9      # a TPU call
+    python benchmarks/playground_rows.py --tasks CheetahRun --checkpoint-dir /tmp/pg --minutes 9  # again to resume
     python benchmarks/playground_rows.py --budget-scale 0.1 --out runs/pg.jsonl --table-out runs/pg_table.jsonl
     JAX_PLATFORMS=cpu python benchmarks/playground_rows.py --tasks CartpoleBalance --seeds 2 \\
         --set num_timesteps=160 num_envs=4 batch_size=4 num_minibatches=2 num_updates_per_batch=1 \\
@@ -58,6 +67,7 @@ On a CPU Ajax picks MJX's pure-JAX physics (`impl="jax"`), as it does on a TPU.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -68,6 +78,20 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # the sibling benchmark modules
+sys.path.insert(0, str(HERE / "world_models"))  # chunks.py, a run trained in resumable calls
+
+from chunks import (  # noqa: E402
+    Checkpoint,
+    CheckpointMismatchError,
+    Chunk,
+    Clock,
+    add_save_minutes,
+    filled_per_seed,
+    fresh_progress,
+    read_progress,
+    timed_chunk,
+    train_in_chunks,
+)
 
 from brax_race import jsonable, parse_overrides  # noqa: E402
 from intervals import interval_text  # noqa: E402
@@ -165,37 +189,99 @@ def machine(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 # A run --------------------------------------------------------------------------------------------
-def run_task(task: Task, settings: dict[str, Any], n_seeds: int) -> dict[str, Any]:
-    """Ajax's PPO on `task` at `settings` for `n_seeds` seeds: the full row (less its stamp)."""
+# What a checkpoint was made with, and the flags that set each.
+FLAGS = {"task": "--tasks", "settings": "--set or --budget-scale", "seeds": "--seeds"}
+STAGES = ("trace_s", "lower_s", "backend_compile_s")
+
+
+def train(
+    agent: Any, run: Any, identity: dict[str, Any], checkpoint_dir: Path | None, clock: Clock
+) -> tuple[Any, dict[str, Any], dict[str, Any]] | None:
+    """The run: one call, or with `checkpoint_dir` one evaluation period a call, checkpointed there
+    (`benchmarks/world_models/chunks.py`), so that a budget longer than an accelerator's call spans
+    several commands. Returns the state, the evaluations (seeds by evaluations, every call's) and
+    the timings of every call of every command together; None when `clock` stopped it first."""
+    from ajax.logging.wandb_logging import LoggingConfig
+    from compile_spans import CompileSpans
+
+    checkpoint, progress = None, None
+    if checkpoint_dir is not None:
+        checkpoint = Checkpoint(
+            checkpoint_dir / f"{identity['task']}.ckpt", checkpoint_dir / f"{identity['task']}.json"
+        )
+        try:
+            progress = read_progress(checkpoint.progress, identity, FLAGS)
+        except CheckpointMismatchError as error:
+            raise SystemExit(f"playground_rows.py: {error}") from error
+    timings = {"calls": 0, "compile_s": 0.0, "exec_s": 0.0, "train_call_s": 0.0, **dict.fromkeys(STAGES, 0.0)}
+    timings["programs"] = {}
+    progress = progress or fresh_progress(identity, evaluations={}, timings=timings)
+    logging = LoggingConfig(log_frequency=run.log_frequency) if run.log_frequency > 0 else None
+    options = {
+        "seed": identity["seeds"],
+        "total_timesteps": run.n_timesteps,
+        "num_episode_test": run.num_episode_test,
+        "logging_config": logging,
+    }
+    pending: dict[str, Any] = {}
+
+    def call(**kwargs: Any) -> Chunk:
+        """One `train` call, its compile by stage and by program apart from its execution."""
+        with CompileSpans() as programs:
+            chunk, timing = timed_chunk(lambda: agent.train(**options, **kwargs))
+        pending.update(timing, programs=programs.slowest_programs())
+        return chunk
+
+    def record(progress: dict[str, Any], chunk: Chunk) -> None:
+        if chunk.evaluations is not None:
+            for name, per_seed in filled_per_seed(chunk.evaluations).items():
+                kept = progress["evaluations"].setdefault(name, [[] for _ in identity["seeds"]])
+                for seed, row in zip(kept, per_seed, strict=True):
+                    seed += row
+        kept = progress["timings"]
+        kept["calls"] += 1
+        kept["compile_s"] += chunk.compile_s
+        kept["exec_s"] += chunk.exec_s
+        kept["train_call_s"] += pending["first_call_s"]
+        for stage in STAGES:
+            kept[stage] += pending[stage]
+        for program, seconds in pending["programs"].items():
+            kept["programs"][program] = round(kept["programs"].get(program, 0.0) + seconds, 3)
+
+    every = run.log_frequency if run.log_frequency > 0 else run.n_timesteps
+    state = train_in_chunks(
+        call, progress, run.n_timesteps, every, clock, checkpoint, agent, record, identity["task"], unit="steps"
+    )
+    if state is None:
+        return None
+    return state, progress["evaluations"], progress["timings"]
+
+
+def run_task(
+    task: Task, settings: dict[str, Any], n_seeds: int, checkpoint_dir: Path | None = None, clock: Clock | None = None
+) -> dict[str, Any] | None:
+    """Ajax's PPO on `task` at `settings` for `n_seeds` seeds: the full row (less its stamp), or
+    None when `clock` stopped a chunked run before its end (`train`)."""
     import importlib.metadata
 
     import numpy as np
 
     from ajax.agents.brax_settings import ppo_from_brax
     from ajax.agents.registry import AGENTS
-    from ajax.logging.wandb_logging import LoggingConfig
     from compile_spans import CompileSpans
     from intervals import learning_summary
-    from perf_bench import device_fields, peak_bytes, steps_run, timed
+    from perf_bench import device_fields, peak_bytes, steps_run
 
     started = time.perf_counter()
     run = ppo_from_brax(settings)
     agent = AGENTS["PPO"](task.name, **run.keywords)
     setup_s = time.perf_counter() - started
     seeds = list(range(n_seeds))
-    logging = LoggingConfig(log_frequency=run.log_frequency) if run.log_frequency > 0 else None
-    outputs: dict[str, Any] = {}
-
-    def call() -> Any:
-        outputs["state"], outputs["evaluations"] = agent.train(
-            n_timesteps=run.n_timesteps, seed=seeds, num_episode_test=run.num_episode_test, logging_config=logging
-        )
-        return outputs["state"]
-
-    with CompileSpans() as programs:
-        timing = timed(call, repeats=0)
-    timing.pop("out")
-    state, evaluations = outputs["state"], outputs["evaluations"]
+    identity = json.loads(json.dumps({"task": task.name, "settings": jsonable(settings), "seeds": seeds}))
+    trained = train(agent, run, identity, checkpoint_dir, clock or Clock(None))
+    if trained is None:
+        return None
+    state, evaluations, timing = trained
     with CompileSpans() as eval_spans:
         start = time.perf_counter()
         finals = np.asarray(agent.evaluate(state, num_episode_test=run.num_episode_test)[RETURN])
@@ -203,11 +289,9 @@ def run_task(task: Task, settings: dict[str, Any], n_seeds: int) -> dict[str, An
     end = int(np.asarray(state.collector_state.timestep).reshape(-1)[0])
     timesteps: list[int] = []
     per_seed = finals[:, None]
-    if evaluations is not None:
-        at, returns = np.asarray(evaluations["timestep"]), np.asarray(evaluations[RETURN])
-        filled = at[0] >= 0
-        timesteps = [int(t) for t in at[0][filled]]
-        per_seed = np.concatenate([returns[:, filled], finals[:, None]], axis=1)
+    if evaluations:
+        timesteps = [int(t) for t in evaluations["timestep"][0]]
+        per_seed = np.concatenate([np.asarray(evaluations[RETURN]), finals[:, None]], axis=1)
     steps = steps_run(state)
     fields = device_fields()
     return {
@@ -231,15 +315,14 @@ def run_task(task: Task, settings: dict[str, Any], n_seeds: int) -> dict[str, An
         **learning_summary(per_seed),
         "published": task.published,
         "published_source": task.source,
-        "compile_s": timing["compile_spans_s"],
-        "trace_s": timing["trace_s"],
-        "lower_s": timing["lower_s"],
-        "backend_compile_s": timing["backend_compile_s"],
-        "backend_compile_by_program": programs.slowest_programs(),
-        "exec_s": timing["exec_s"],
+        "compile_s": round(timing["compile_s"], 3),
+        **{stage: round(timing[stage], 3) for stage in STAGES},
+        "backend_compile_by_program": timing["programs"],
+        "exec_s": round(timing["exec_s"], 4),
         "exec_steps_per_s": round(steps / timing["exec_s"], 1),
-        "exec_from": "the train call less its compile spans, its evaluations in it",
-        "train_call_s": timing["first_call_s"],
+        "exec_from": "the train calls less their compile spans, the evaluations in them",
+        "train_call_s": round(timing["train_call_s"], 3),
+        "train_calls": timing["calls"],
         "setup_s": round(setup_s, 3),
         "eval_compile_s": round(min(eval_spans.total(), eval_s), 3),
         "eval_s": round(eval_s, 3),
@@ -289,7 +372,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override keys of Playground's Brax config, e.g. num_envs=4 or network_factory={...}",
     )
-    parser.add_argument("--minutes", type=float, help="start no task after this many minutes")
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        help="start no task after this many minutes; with --checkpoint-dir, no call that would end past them",
+    )
+    parser.add_argument(
+        "--checkpoint-dir",
+        type=Path,
+        help="train one evaluation period a call, checkpointing each task there, and resume from it",
+    )
+    add_save_minutes(parser)
     parser.add_argument(
         "--out", type=Path, default=OUT, help=f"append full rows here (default: {OUT.relative_to(ROOT)})"
     )
@@ -326,12 +419,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from perf_bench import stamp
 
     until = math.inf if args.minutes is None else time.time() + 60 * args.minutes
+    clock = Clock(args.minutes, args.save_minutes)
     done = 0
     for name in args.tasks:
-        if time.time() >= until:
+        if args.checkpoint_dir is None and time.time() >= until:  # chunked, `clock` says when to stop
             print(f"--minutes {args.minutes} passed: {name} not run", flush=True)
             continue
-        row = stamp(run_task(TASKS[name], args.settings[name], args.seeds))
+        row = run_task(TASKS[name], args.settings[name], args.seeds, args.checkpoint_dir, clock)
+        if row is None:  # stopped between calls, its checkpoint kept for the next command
+            break
+        row = stamp(row)
         append_row(args.out, row)
         append_row(args.table_out, table_row(row))
         print(summary(row), flush=True)

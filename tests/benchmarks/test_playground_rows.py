@@ -110,3 +110,27 @@ def test_a_cpu_sized_run_writes_a_full_row_and_a_learning_table_row(tmp_path, ca
         assert key in learning
     assert learning["env_id"] == "CartpoleBalance" and learning["settings"].startswith("Playground brax_ppo_config (")
     assert "machine" not in learning and learning["curve"] == row["curve"]
+
+
+@pytest.mark.slow
+def test_a_chunked_run_stopped_between_calls_resumes_to_the_one_call_run(tmp_path, capsys):
+    """The same CPU-sized run in one call, and with --checkpoint-dir stopped after its first
+    evaluation period (--minutes 0) and resumed by the same command: one run, the same row."""
+
+    def run(*extra: str, name: str) -> int:
+        out, table = tmp_path / f"{name}.jsonl", tmp_path / f"{name}_table.jsonl"
+        return rows.main(["--tasks", "CartpoleBalance", *TINY, "--out", str(out), "--table-out", str(table), *extra])
+
+    assert run(name="one") == 0
+    chunked = ["--checkpoint-dir", str(tmp_path / "ckpt")]
+    assert run(*chunked, "--minutes", "0", name="chunked") == 1  # stopped after its first call, no row
+    assert "stopped at 80 of 160 steps" in capsys.readouterr().out
+    assert not (tmp_path / "chunked.jsonl").exists()
+    progress = json.loads((tmp_path / "ckpt" / "CartpoleBalance.json").read_text())
+    assert progress["timestep"] == 80 and progress["timings"]["calls"] == 1
+    assert run(*chunked, name="chunked") == 0
+    assert "resumed at 80 steps" in capsys.readouterr().out
+    (one,) = [json.loads(line) for line in (tmp_path / "one.jsonl").read_text().splitlines()]
+    (resumed,) = [json.loads(line) for line in (tmp_path / "chunked.jsonl").read_text().splitlines()]
+    assert resumed["curve"] == one["curve"] and resumed["final_returns"] == one["final_returns"]
+    assert (resumed["train_calls"], one["train_calls"]) == (2, 1) and resumed["steps"] == one["steps"]
