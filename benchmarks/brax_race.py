@@ -349,8 +349,10 @@ def install_device_put_replicated() -> None:
     jax.device_put_replicated = device_put_replicated
 
 
-def brax_worker(agent: str, env_id: str, settings: dict[str, Any]) -> dict[str, Any]:
-    """Brax's own trainer on `env_id`, timed."""
+def brax_worker(agent: str, env_id: str, settings: dict[str, Any], suite: str = "brax") -> dict[str, Any]:
+    """Brax's own trainer on `env_id`, timed: a Brax env, or with `suite="playground"` a Playground
+    task wrapped as Playground's own training script wraps it (`wrap_for_brax_training`), on the
+    physics Ajax picks for it (`ajax.environments.brax_like.load_playground`)."""
     import functools
 
     import brax
@@ -384,7 +386,15 @@ def brax_worker(agent: str, env_id: str, settings: dict[str, Any]) -> dict[str, 
             )
         )
 
-    environment = envs.get_environment(env_id)
+    if suite == "playground":
+        from mujoco_playground import wrapper
+
+        from ajax.environments.brax_like import load_playground
+
+        environment = load_playground(env_id)
+        keywords["wrap_env_fn"] = wrapper.wrap_for_brax_training
+    else:
+        environment = envs.get_environment(env_id)
     with CompileSpans() as spans:
         started_at, start = time.time(), time.perf_counter()
         trainer.train(
@@ -509,7 +519,7 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
     row = {"library": library, "agent": agent.upper(), "env": env_id, "settings": settings}
     row.update(source=job["source"], n_timesteps=settings["num_timesteps"], **device_fields())
     if library == "brax":
-        row.update(brax_worker(agent, env_id, settings))
+        row.update(brax_worker(agent, env_id, settings, job.get("suite", "brax")))
     else:
         row.update(ajax_worker(agent, env_id, settings, job["ajax_evals"]))
     row["peak_bytes"] = peak_bytes()

@@ -51,11 +51,14 @@ period a `train` call with the whole budget as every call's horizon (the resume 
 makes the calls one run), each task's state checkpointed there (`world_models/chunks.py`,
 `--save-minutes` spacing the checkpoints), no call started that would end past `--minutes`,
 and the same command again resumes where the last stopped; the row is written once the
-task's budget is done.
+task's budget is done. `--brax-seeds` runs Brax's own `ppo.train` instead, at the same config on
+Playground's task as Playground's training script wraps it, one fresh process a seed timed as
+`brax_race.py` times its races, one row a seed to `--out` (`"library": "brax"`).
 On a CPU Ajax picks MJX's pure-JAX physics (`impl="jax"`), as it does on a TPU.
 
     python benchmarks/playground_rows.py --tasks CartpoleBalance --minutes 9      # a TPU call
     python benchmarks/playground_rows.py --tasks CheetahRun --checkpoint-dir /tmp/pg --minutes 9  # again to resume
+    python benchmarks/playground_rows.py --tasks CartpoleBalance --brax-seeds 0 1 2 --minutes 9     # Brax's trainer
     python benchmarks/playground_rows.py --budget-scale 0.1 --out runs/pg.jsonl --table-out runs/pg_table.jsonl
     JAX_PLATFORMS=cpu python benchmarks/playground_rows.py --tasks CartpoleBalance --seeds 2 \\
         --set num_timesteps=160 num_envs=4 batch_size=4 num_minibatches=2 num_updates_per_batch=1 \\
@@ -67,6 +70,7 @@ On a CPU Ajax picks MJX's pure-JAX physics (`impl="jax"`), as it does on a TPU.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import math
 import sys
@@ -262,8 +266,6 @@ def run_task(
 ) -> dict[str, Any] | None:
     """Ajax's PPO on `task` at `settings` for `n_seeds` seeds: the full row (less its stamp), or
     None when `clock` stopped a chunked run before its end (`train`)."""
-    import importlib.metadata
-
     import numpy as np
 
     from ajax.agents.brax_settings import ppo_from_brax
@@ -384,6 +386,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     add_save_minutes(parser)
     parser.add_argument(
+        "--brax-seeds",
+        type=int,
+        nargs="+",
+        metavar="SEED",
+        help="instead of Ajax, run Brax's own ppo.train at the same config, one fresh process a seed",
+    )
+    parser.add_argument(
         "--out", type=Path, default=OUT, help=f"append full rows here (default: {OUT.relative_to(ROOT)})"
     )
     parser.add_argument(
@@ -414,11 +423,38 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def brax_trainer(args: argparse.Namespace, until: float) -> int:
+    """Brax's own trainer on each task at the same configuration, for each of `--brax-seeds` (the
+    config's `seed` key), each in a fresh process (`brax_race.in_fresh_process`, which times it as
+    the races do); one row a seed to `--out`, marked `"library": "brax"`."""
+    from brax_race import in_fresh_process
+    from brax_race import summary as race_summary
+    from perf_bench import stamp
+
+    done = 0
+    for name in args.tasks:
+        for seed in args.brax_seeds:
+            left = until - time.time()
+            if left <= 0:
+                print(f"--minutes {args.minutes} passed: Brax's trainer on {name}, seed {seed}, not run", flush=True)
+                continue
+            settings = {**args.settings[name], "seed": seed}
+            job = {"library": "brax", "agent": "ppo", "env": name, "suite": "playground", "settings": settings}
+            job["source"] = f"{SETTINGS}('{name}'), playground {importlib.metadata.version('playground')}"
+            row = stamp({"task": name, **in_fresh_process(job, None if math.isinf(left) else left)})
+            append_row(args.out, row)
+            print(race_summary(row), flush=True)
+            done += "error" not in row
+    return 0 if done else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     from perf_bench import stamp
 
     until = math.inf if args.minutes is None else time.time() + 60 * args.minutes
+    if args.brax_seeds is not None:
+        return brax_trainer(args, until)
     clock = Clock(args.minutes, args.save_minutes)
     done = 0
     for name in args.tasks:

@@ -134,3 +134,23 @@ def test_a_chunked_run_stopped_between_calls_resumes_to_the_one_call_run(tmp_pat
     (resumed,) = [json.loads(line) for line in (tmp_path / "chunked.jsonl").read_text().splitlines()]
     assert resumed["curve"] == one["curve"] and resumed["final_returns"] == one["final_returns"]
     assert (resumed["train_calls"], one["train_calls"]) == (2, 1) and resumed["steps"] == one["steps"]
+
+
+@pytest.mark.slow
+def test_brax_seeds_run_braxs_own_trainer_on_the_playground_task_at_the_same_config(tmp_path, capsys):
+    """Brax's ppo.train on the wrapped Playground task, one fresh process a seed: about 50 s."""
+    import math
+
+    out = tmp_path / "brax.jsonl"
+    assert rows.main(["--tasks", "CartpoleBalance", *TINY, "--brax-seeds", "3", "--out", str(out)]) == 0
+    assert "brax  PPO CartpoleBalance:" in capsys.readouterr().out
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (row["library"], row["task"], row["settings"]["seed"], row["settings"]["num_envs"]) == (
+        "brax",
+        "CartpoleBalance",
+        3,
+        4,
+    )
+    assert row["source"].startswith("Playground brax_ppo_config('CartpoleBalance')")
+    assert row["steps"] >= 160 and row["compile_s"] > 0 and math.isfinite(row["final_return"])
+    assert row["eval_episodes"] == 2 and row["eval_actions"] == "sampled"

@@ -141,6 +141,18 @@ def make_brax(
     return BraxLikeEnv(env, env_id, episode_length or 1000, differentiable_reset, fresh_reset)
 
 
+def load_playground(env_id: str, **config_overrides: Any) -> Any:
+    """Playground's own env for `env_id`; off an NVIDIA GPU, on MJX's pure-JAX implementation.
+    Playground's default, warp, runs on CUDA GPUs and CPUs only: ~35x slower on a CPU, and beside
+    a TPU MJX would place the model on the host's CPU (or fail without warp installed)."""
+    from mujoco_playground import registry
+
+    config = registry.get_default_config(env_id)
+    overrides = {"impl": "jax"} if "impl" in config and jax.default_backend() != "gpu" else {}
+    overrides.update(config_overrides)
+    return registry.load(env_id, config_overrides=overrides)
+
+
 def make_playground(
     env_id: str,
     episode_length: int | None,
@@ -148,14 +160,7 @@ def make_playground(
     fresh_reset: bool = True,
     **config_overrides: Any,
 ) -> BraxLikeEnv:
-    """A Playground env; off an NVIDIA GPU, on MJX's pure-JAX implementation. Playground's default,
-    warp, runs on CUDA GPUs and CPUs only: ~35x slower on a CPU, and beside a TPU MJX would
-    place the model on the host's CPU (or fail without warp installed)."""
-    from mujoco_playground import registry
-
-    config = registry.get_default_config(env_id)
-    overrides = {"impl": "jax"} if "impl" in config and jax.default_backend() != "gpu" else {}
-    overrides.update(config_overrides)
-    env = registry.load(env_id, config_overrides=overrides)
+    """A Playground env (`load_playground`) behind gymnax's interface."""
+    env = load_playground(env_id, **config_overrides)
     length = episode_length or int(getattr(env._config, "episode_length", 1000))
     return BraxLikeEnv(env, env_id, length, differentiable_reset, fresh_reset)
