@@ -89,8 +89,8 @@ from chunks import (  # noqa: E402
     CheckpointMismatchError,
     Chunk,
     Clock,
+    add_evaluations,
     add_save_minutes,
-    filled_per_seed,
     fresh_progress,
     read_progress,
     timed_chunk,
@@ -238,10 +238,7 @@ def train(
 
     def record(progress: dict[str, Any], chunk: Chunk) -> None:
         if chunk.evaluations is not None:
-            for name, per_seed in filled_per_seed(chunk.evaluations).items():
-                kept = progress["evaluations"].setdefault(name, [[] for _ in identity["seeds"]])
-                for seed, row in zip(kept, per_seed, strict=True):
-                    seed += row
+            add_evaluations(progress, chunk.evaluations, len(identity["seeds"]))
         kept = progress["timings"]
         kept["calls"] += 1
         kept["compile_s"] += chunk.compile_s

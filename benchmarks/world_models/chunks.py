@@ -62,6 +62,14 @@ def filled_per_seed(evaluations: Mapping[str, Any]) -> dict[str, list[list[Any]]
     return {name: np.asarray(values)[:, filled].tolist() for name, values in evaluations.items()}
 
 
+def add_evaluations(progress: dict[str, Any], evaluations: Mapping[str, Any], n_seeds: int) -> None:
+    """A call's filled evaluations (`filled_per_seed`) appended to each seed's in `progress`."""
+    for name, per_seed in filled_per_seed(evaluations).items():
+        kept = progress["evaluations"].setdefault(name, [[] for _ in range(n_seeds)])
+        for seed, row in zip(kept, per_seed, strict=True):
+            seed += row
+
+
 def fresh_progress(identity: dict[str, Any], **records: Any) -> dict[str, Any]:
     """The progress of a run not yet started, with the script's own `records` beside it."""
     return {

@@ -61,8 +61,8 @@ from chunks import (  # noqa: E402
     CheckpointMismatchError,
     Chunk,
     Clock,
+    add_evaluations,
     add_save_minutes,
-    filled_per_seed,
     fresh_progress,
     read_progress,
     timed_chunk,
@@ -183,10 +183,7 @@ def train(
         return timed_chunk(lambda: agent.train(**options, **kwargs))[0]
 
     def record(progress: dict[str, Any], chunk: Chunk) -> None:
-        for name, per_seed in filled_per_seed(chunk.evaluations).items():
-            kept = progress["evaluations"].setdefault(name, [[] for _ in identity["seeds"]])
-            for seed, row in zip(kept, per_seed, strict=True):
-                seed += row
+        add_evaluations(progress, chunk.evaluations, len(identity["seeds"]))
         progress["seconds"] += chunk.compile_s + chunk.exec_s
 
     state = train_in_chunks(
