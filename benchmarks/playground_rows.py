@@ -85,14 +85,12 @@ sys.path.insert(0, str(HERE))  # the sibling benchmark modules
 sys.path.insert(0, str(HERE / "world_models"))  # chunks.py, a run trained in resumable calls
 
 from chunks import (  # noqa: E402
-    Checkpoint,
-    CheckpointMismatchError,
     Chunk,
     Clock,
     add_evaluations,
     add_save_minutes,
     fresh_progress,
-    read_progress,
+    open_checkpoint,
     timed_chunk,
     train_in_chunks,
 )
@@ -208,15 +206,7 @@ def train(
     from ajax.logging.wandb_logging import LoggingConfig
     from compile_spans import CompileSpans
 
-    checkpoint, progress = None, None
-    if checkpoint_dir is not None:
-        checkpoint = Checkpoint(
-            checkpoint_dir / f"{identity['task']}.ckpt", checkpoint_dir / f"{identity['task']}.json"
-        )
-        try:
-            progress = read_progress(checkpoint.progress, identity, FLAGS)
-        except CheckpointMismatchError as error:
-            raise SystemExit(f"playground_rows.py: {error}") from error
+    checkpoint, progress = open_checkpoint(checkpoint_dir, identity["task"], identity, FLAGS, "playground_rows.py")
     timings = {"calls": 0, "compile_s": 0.0, "exec_s": 0.0, "train_call_s": 0.0, **dict.fromkeys(STAGES, 0.0)}
     timings["programs"] = {}
     progress = progress or fresh_progress(identity, evaluations={}, timings=timings)

@@ -171,6 +171,21 @@ class Checkpoint:
     progress: Path
 
 
+def open_checkpoint(
+    checkpoint_dir: Path | None, name: str, identity: dict[str, Any], flags: Mapping[str, str], script: str
+) -> tuple[Checkpoint | None, dict[str, Any] | None]:
+    """The run `name`'s checkpoint in `checkpoint_dir` (`name.ckpt`, `name.json`) and the progress
+    it holds (`read_progress`); (None, None) without a directory. One made with another
+    identity stops `script` with the mismatch's message."""
+    if checkpoint_dir is None:
+        return None, None
+    checkpoint = Checkpoint(checkpoint_dir / f"{name}.ckpt", checkpoint_dir / f"{name}.json")
+    try:
+        return checkpoint, read_progress(checkpoint.progress, identity, flags)
+    except CheckpointMismatchError as error:
+        raise SystemExit(f"{script}: {error}") from error
+
+
 def train_in_chunks(
     call: Callable[..., Chunk],
     progress: dict[str, Any],

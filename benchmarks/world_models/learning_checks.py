@@ -57,14 +57,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # this folder's shared modules
 
 from chunks import (  # noqa: E402
-    Checkpoint,
-    CheckpointMismatchError,
     Chunk,
     Clock,
     add_evaluations,
     add_save_minutes,
     fresh_progress,
-    read_progress,
+    open_checkpoint,
     timed_chunk,
     train_in_chunks,
 )
@@ -161,15 +159,7 @@ def train(
     command together; None when `clock`'s minutes ran out first.
     """
     identity = json.loads(json.dumps(identity))  # as the progress file reads it back
-    checkpoint, progress = None, None
-    if checkpoint_dir is not None:
-        checkpoint = Checkpoint(
-            checkpoint_dir / f"{identity['check']}.ckpt", checkpoint_dir / f"{identity['check']}.json"
-        )
-        try:
-            progress = read_progress(checkpoint.progress, identity, FLAGS)
-        except CheckpointMismatchError as error:
-            raise SystemExit(f"learning_checks.py: {error}") from error
+    checkpoint, progress = open_checkpoint(checkpoint_dir, identity["check"], identity, FLAGS, "learning_checks.py")
     progress = progress or fresh_progress(identity, seconds=0.0, evaluations={})
     options = {
         "seed": identity["seeds"],

@@ -164,3 +164,14 @@ def test_a_checkpoint_cadence_defers_saves_but_saves_where_the_command_stops_and
     assert state.collector_state.timestep[0] == 28 and calls[3:] == [0, 4, 4, 4, 4]
     assert out.count("checkpoint deferred") == 2 and out.count("saved") == 2  # chunks 5 and 7 (the end)
     assert saved[checkpoint.state].collector_state.timestep[0] == 28
+
+
+def test_open_checkpoint_reads_a_runs_progress_and_stops_the_script_on_a_mismatch(tmp_path):
+    identity, flags = {"run": "test", "seeds": [0, 1]}, {"run": "--run", "seeds": "--seeds"}
+    assert chunks.open_checkpoint(None, "run", identity, flags, "script.py") == (None, None)
+    checkpoint, progress = chunks.open_checkpoint(tmp_path, "run", identity, flags, "script.py")
+    assert checkpoint == chunks.Checkpoint(tmp_path / "run.ckpt", tmp_path / "run.json") and progress is None
+    chunks.write_json(checkpoint.progress, chunks.fresh_progress(identity))
+    assert chunks.open_checkpoint(tmp_path, "run", identity, flags, "script.py")[1]["identity"] == identity
+    with pytest.raises(SystemExit, match=r"^script.py: .*--seeds"):
+        chunks.open_checkpoint(tmp_path, "run", {**identity, "seeds": [0, 1, 2]}, flags, "script.py")
