@@ -398,6 +398,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     factory = args.overrides.get("network_factory", {})
     if not isinstance(factory, dict) or set(factory) - set(NETWORK_KEYS):
         parser.error(f"--set network_factory= takes a dict of {', '.join(NETWORK_KEYS)}.")
+    if args.brax_seeds is not None:
+        # The workers own the accelerator; an import below (gymnax builds arrays as it loads) would
+        # otherwise open it here first, and a TPU takes one process at a time.
+        import jax
+
+        jax.config.update("jax_platforms", "cpu")
     from ajax.agents.brax_settings import ppo_from_brax
 
     args.settings = {}
