@@ -154,3 +154,16 @@ def test_brax_seeds_run_braxs_own_trainer_on_the_playground_task_at_the_same_con
     assert row["source"].startswith("Playground brax_ppo_config('CartpoleBalance')")
     assert row["steps"] >= 160 and row["compile_s"] > 0 and math.isfinite(row["final_return"])
     assert row["eval_episodes"] == 2 and row["eval_actions"] == "sampled"
+
+
+def test_brax_seeds_keep_the_parent_process_off_the_accelerator():
+    """A TPU admits one process: the workers must find it free, so the parent that parses the
+    arguments (and imports gymnax, which builds arrays as it loads) stays on the CPU."""
+    import jax
+
+    before = jax.config.jax_platforms
+    try:
+        rows.parse_args(["--tasks", "CartpoleBalance", "--brax-seeds", "0"])
+        assert jax.config.jax_platforms == "cpu"
+    finally:
+        jax.config.update("jax_platforms", before)
