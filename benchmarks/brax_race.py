@@ -60,6 +60,11 @@ default `deterministic_eval=False`); Ajax's `agent.evaluate` of the final state 
 episodes, deterministic (`--ajax-evals in-run` evaluates inside Ajax's run at Brax's
 `num_evals` instead, and its execution then includes them).
 
+Resets: Ajax's Brax envs draw a fresh initial state at each episode's end (computed on the
+steps where some copy's episode ended), Brax's training wrapper restores each copy's first
+state. `--ajax-reset restart` gives Ajax Brax's restart (`make_env(id, fresh_reset=False)`),
+so the physics of the two runs is the same work.
+
 Brax 0.14.2's trainers call `jax.device_put_replicated`, which JAX 0.10.2 removed: the Brax
 worker puts it back in its own process (`install_device_put_replicated`), never in Ajax.
 
@@ -434,8 +439,10 @@ def jsonable(keywords: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def ajax_agent(agent: str, env_id: str, settings: dict[str, Any]) -> tuple[Any, Any]:
-    """Ajax's agent at `settings` (through `ajax.agents.brax_settings`), and the run it describes."""
+def ajax_agent(agent: str, env_id: str, settings: dict[str, Any], reset: str = "fresh") -> tuple[Any, Any]:
+    """Ajax's agent at `settings` (through `ajax.agents.brax_settings`), and the run it describes;
+    with `reset="restart"` its env restarts each copy's episodes from the copy's first state, as
+    Brax's training wrapper does (`make_env(..., fresh_reset=False)`), instead of a fresh draw."""
     from ajax.agents.brax_settings import ppo_from_brax, sac_from_brax
     from ajax.agents.registry import AGENTS as AJAX_AGENTS
 
@@ -445,10 +452,16 @@ def ajax_agent(agent: str, env_id: str, settings: dict[str, Any]) -> tuple[Any, 
         from brax import envs
 
         run = sac_from_brax(settings, envs.get_environment(env_id).action_size)
-    return AJAX_AGENTS[agent.upper()](env_id, **run.keywords), run
+    if reset == "fresh":
+        return AJAX_AGENTS[agent.upper()](env_id, **run.keywords), run
+    from ajax.environments.create import make_env
+
+    keywords = dict(run.keywords)
+    env, params = make_env(env_id, keywords.pop("episode_length", None), fresh_reset=False)
+    return AJAX_AGENTS[agent.upper()](env, env_params=params, **keywords), run
 
 
-def ajax_worker(agent: str, env_id: str, settings: dict[str, Any], evals: str) -> dict[str, Any]:
+def ajax_worker(agent: str, env_id: str, settings: dict[str, Any], evals: str, reset: str = "fresh") -> dict[str, Any]:
     """Ajax's agent on `env_id` at the same settings, timed."""
     import brax
     import numpy as np
@@ -456,7 +469,7 @@ def ajax_worker(agent: str, env_id: str, settings: dict[str, Any], evals: str) -
     from compile_spans import CompileSpans
     from perf_bench import steps_run, timed
 
-    model, run = ajax_agent(agent, env_id, settings)
+    model, run = ajax_agent(agent, env_id, settings, reset)
     logging = None
     if evals == "in-run":
         from ajax.logging.wandb_logging import LoggingConfig
@@ -503,6 +516,7 @@ def ajax_worker(agent: str, env_id: str, settings: dict[str, Any], evals: str) -
         "eval_episodes": run.num_episode_test,
         "eval_actions": "deterministic",
         "ajax_evals": evals,
+        "ajax_reset": reset,
         "ajax_keywords": jsonable(run.keywords),
         "brax": brax.__version__,
     }
@@ -521,7 +535,7 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
     if library == "brax":
         row.update(brax_worker(agent, env_id, settings, job.get("suite", "brax")))
     else:
-        row.update(ajax_worker(agent, env_id, settings, job["ajax_evals"]))
+        row.update(ajax_worker(agent, env_id, settings, job["ajax_evals"], job.get("ajax_reset", "fresh")))
     row["peak_bytes"] = peak_bytes()
     return row
 
@@ -610,6 +624,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "network_factory={...}",
     )
     parser.add_argument(
+        "--ajax-reset",
+        choices=("fresh", "restart"),
+        default="fresh",
+        help="Ajax's auto-reset: a fresh initial state (default, Ajax's own) or each copy's first state (Brax's)",
+    )
+    parser.add_argument(
         "--ajax-evals",
         choices=("after", "in-run"),
         default="after",
@@ -657,7 +677,7 @@ def jobs(args: argparse.Namespace) -> list[dict[str, Any]]:
             settings = resolve(race, args.budget, args.budget_scale, args.seed, args.overrides)
             for library in ("brax", "ajax"):
                 job = {"library": library, "agent": agent, "env": env, "settings": settings, "source": race.source}
-                out.append({**job, "ajax_evals": args.ajax_evals})
+                out.append({**job, "ajax_evals": args.ajax_evals, "ajax_reset": args.ajax_reset})
     return out
 
 

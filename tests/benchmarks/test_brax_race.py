@@ -141,6 +141,22 @@ def test_the_shim_replicates_onto_brax_pmaps_mesh_axis():
     np.testing.assert_array_equal(np.asarray(same["w"]), np.ones((1, 3)))
 
 
+def test_ajax_reset_restart_gives_ajax_braxs_restart_and_nothing_else():
+    pytest.importorskip("brax")
+    argv = ("--budget", "480", "--set", "num_envs=4", "batch_size=4", "num_minibatches=2", "episode_length=50")
+    args = race.parse_args(["--agents", "ppo", "--envs", "ant", *argv, "--ajax-reset", "restart"])
+    assert [job["ajax_reset"] for job in race.jobs(args)] == ["restart", "restart"]
+    given = settings("ppo", "ant", argv)
+    (fresh, run), (restart, _) = (race.ajax_agent("ppo", "ant", given, reset) for reset in ("fresh", "restart"))
+    assert (fresh.env_args.env.fresh_reset, restart.env_args.env.fresh_reset) == (True, False)
+    assert restart.env_args.max_episode_steps == fresh.env_args.max_episode_steps == 50
+    env_keys = ("env_id", "env_params", "episode_length")  # the restart's env carries them
+    settings_of = lambda agent: {  # noqa: E731
+        key: value for key, value in agent.config.items() if key not in env_keys and not callable(value)
+    }
+    assert settings_of(restart) == settings_of(fresh) and run.keywords["n_envs"] == 4
+
+
 def test_the_summary_and_the_ratios_read_a_pair_of_rows():
     common = {"agent": "PPO", "env": "ant", "device_kind": "TPU v5 lite", "exec_from": "x", "whole_s": 9.0}
     common.update(trace_s=1.0, lower_s=1.0, backend_compile_s=8.0, steps=1000)
