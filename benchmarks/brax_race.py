@@ -87,7 +87,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -354,6 +354,21 @@ def install_device_put_replicated() -> None:
     jax.device_put_replicated = device_put_replicated
 
 
+def brax_trainer(agent: str) -> tuple[Any, Callable[..., Any]]:
+    """Brax's training module for `agent` ("ppo" or "sac") and its networks' factory, with the
+    shim its `train` needs on this JAX in place."""
+    install_device_put_replicated()
+    if agent == "ppo":
+        from brax.training.agents.ppo import networks
+        from brax.training.agents.ppo import train as trainer
+
+        return trainer, networks.make_ppo_networks
+    from brax.training.agents.sac import networks
+    from brax.training.agents.sac import train as trainer
+
+    return trainer, networks.make_sac_networks
+
+
 def brax_worker(agent: str, env_id: str, settings: dict[str, Any], suite: str = "brax") -> dict[str, Any]:
     """Brax's own trainer on `env_id`, timed: a Brax env, or with `suite="playground"` a Playground
     task wrapped as Playground's own training script wraps it (`wrap_for_brax_training`), on the
@@ -365,17 +380,7 @@ def brax_worker(agent: str, env_id: str, settings: dict[str, Any], suite: str = 
 
     from compile_spans import STAGES, CompileSpans
 
-    install_device_put_replicated()
-    if agent == "ppo":
-        from brax.training.agents.ppo import networks
-        from brax.training.agents.ppo import train as trainer
-
-        make_networks = networks.make_ppo_networks
-    else:
-        from brax.training.agents.sac import networks
-        from brax.training.agents.sac import train as trainer
-
-        make_networks = networks.make_sac_networks
+    trainer, make_networks = brax_trainer(agent)
     keywords, network = brax_call(agent, settings)
     calls: list[Progress] = []
 
@@ -535,7 +540,7 @@ def worker(job: dict[str, Any]) -> dict[str, Any]:
     if library == "brax":
         row.update(brax_worker(agent, env_id, settings, job.get("suite", "brax")))
     else:
-        row.update(ajax_worker(agent, env_id, settings, job["ajax_evals"], job.get("ajax_reset", "fresh")))
+        row.update(ajax_worker(agent, env_id, settings, job["ajax_evals"], job["ajax_reset"]))
     row["peak_bytes"] = peak_bytes()
     return row
 

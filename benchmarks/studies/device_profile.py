@@ -50,15 +50,20 @@ def profiled_run(name: str, n_seeds: int, scale: float, trace_dir: Path) -> floa
         return time.perf_counter() - started
 
 
-def op_times(trace_dir: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each plane's operations in `trace_dir`'s profile: name, line, runs and summed milliseconds."""
+def trace_planes(trace_dir: Path) -> Any:
+    """The planes of the last profile `jax.profiler` wrote under `trace_dir`."""
     from jax._src.profiler import ProfileData
 
     found = sorted(trace_dir.rglob("*.xplane.pb"))
     if not found:
         raise FileNotFoundError(f"jax.profiler wrote no .xplane.pb under {trace_dir}")
+    return ProfileData.from_file(str(found[-1])).planes
+
+
+def op_times(trace_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each plane's operations in `trace_dir`'s profile: name, line, runs and summed milliseconds."""
     planes: dict[str, list[dict[str, Any]]] = {}
-    for plane in ProfileData.from_file(str(found[-1])).planes:
+    for plane in trace_planes(trace_dir):
         total: collections.Counter = collections.Counter()
         runs: collections.Counter = collections.Counter()
         host = plane.name.startswith("/host:")

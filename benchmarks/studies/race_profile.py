@@ -10,7 +10,7 @@ not the optimiser steps. This profiles one race at `brax_race.py`'s settings (it
 - Brax: `train` traced from its second progress report to its third, one training epoch and
   the evaluation after it, its programs compiled by then.
 
-Each trace is read with JAX's reader (`device_profile.op_times`'s), each device operation is
+Each trace is read with JAX's reader (`device_profile.trace_planes`), each device operation is
 put in the program (XLA module) it ran in, and each library's operations are summed by kind
 (the operation's name less its number: `fusion`, `convolution`, `copy`, `while`, ...) in
 milliseconds a thousand environment steps, the evaluation's programs apart, so the two sides
@@ -37,6 +37,7 @@ from typing import Any
 STUDIES = Path(__file__).resolve().parent
 BENCHMARKS = STUDIES.parent
 sys.path.insert(0, str(BENCHMARKS))  # brax_race, perf_bench, workers
+sys.path.insert(0, str(STUDIES))  # device_profile
 
 from brax_race import RACES, check_settings, parse_overrides, resolve  # noqa: E402
 
@@ -88,21 +89,10 @@ def profile_brax(job: dict[str, Any], trace_dir: Path) -> dict[str, Any]:
     import jax
     from brax import envs
 
-    from brax_race import brax_call, install_device_put_replicated
+    from brax_race import brax_call, brax_trainer
 
-    install_device_put_replicated()
-    agent, env_id = job["agent"], job["env"]
-    if agent == "ppo":
-        from brax.training.agents.ppo import networks
-        from brax.training.agents.ppo import train as trainer
-
-        make_networks = networks.make_ppo_networks
-    else:
-        from brax.training.agents.sac import networks
-        from brax.training.agents.sac import train as trainer
-
-        make_networks = networks.make_sac_networks
-    keywords, network = brax_call(agent, job["settings"])
+    trainer, make_networks = brax_trainer(job["agent"])
+    keywords, network = brax_call(job["agent"], job["settings"])
     window: dict[str, Any] = {}
 
     def progress(step: int, metrics: dict[str, Any]) -> None:
@@ -115,7 +105,7 @@ def profile_brax(job: dict[str, Any], trace_dir: Path) -> dict[str, Any]:
 
     try:
         trainer.train(
-            environment=envs.get_environment(env_id),
+            environment=envs.get_environment(job["env"]),
             progress_fn=progress,
             network_factory=functools.partial(make_networks, **network),
             **keywords,
@@ -131,13 +121,10 @@ def module_ops(trace_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """{program: {operation: {"runs", "ms", "kind"}}}: on an accelerator the "XLA Ops" line's
     operations, each put in the "XLA Modules" event it ran inside; on a CPU the host threads'
     thunks, which name their module."""
-    from jax._src.profiler import ProfileData
+    from device_profile import trace_planes
 
-    found = sorted(trace_dir.rglob("*.xplane.pb"))
-    if not found:
-        raise FileNotFoundError(f"jax.profiler wrote no .xplane.pb under {trace_dir}")
     ops: dict[str, dict[str, dict[str, Any]]] = collections.defaultdict(dict)
-    for plane in ProfileData.from_file(str(found[-1])).planes:
+    for plane in trace_planes(trace_dir):
         lines = {line.name: line for line in plane.lines}
         modules = sorted((e.start_ns, e.end_ns, e.name) for e in getattr(lines.get("XLA Modules"), "events", ()))
         starts = [start for start, _, _ in modules]
@@ -266,7 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for library in args.libraries:
         job = {"library": library, "agent": args.agent, "env": args.env, "settings": args.settings}
-        job["ajax_reset"] = args.ajax_reset
+        job.update(ajax_reset=args.ajax_reset)
         with tempfile.NamedTemporaryFile("w", suffix=".json") as file:
             json.dump(job, file)
             file.flush()
